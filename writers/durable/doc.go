@@ -1,0 +1,55 @@
+// Package durable is the only package in pisess that makes bytes durable or
+// moves them into place: it alone calls fsync, rename, chmod and chown on
+// store files, and flock. Everything above it (store, ledger, rollback)
+// describes *what* to write; this package owns *how*, so that the order of
+// steps that keeps a crash from losing data is written down once.
+//
+// # The one order (STYLE.md §5)
+//
+// A whole file is published as restic's local.Save, Prometheus's checkpoint
+// and etcd's WAL create do it:
+//
+//  1. a temp file in the store's tmp/ (same filesystem, so the rename is
+//     atomic), named after its final name so a leftover is recognisable,
+//     created O_EXCL|O_NOFOLLOW with mode 0600 and then fchmod-ed to the
+//     wanted mode whatever the umask; written whole, fsynced, closed;
+//  2. renamed into place, then the directory is fsynced (both, when the
+//     rename crosses two);
+//  3. on an error before the rename the temp is removed and the error
+//     returned. A failed fsync is final: nothing here retries one, because
+//     after a failed fsync the kernel may already have dropped the dirty
+//     pages it could not write.
+//
+// Appends (ledger, journal) are whole lines, fsynced before success is
+// reported. A staging store is written without per-file fsyncs and sealed
+// once by [Ops.SyncTree] before it is renamed into place.
+//
+// # What pi demands (FORMAT.md §1, §11)
+//
+// pi opens every store path with no symlink in any component (Linux
+// openat2 with RESOLVE_NO_SYMLINKS), creates directories 0700 and files
+// 0600 and chmods them explicitly, refuses special files, and fails outright
+// on a permission error. Every open here therefore goes through
+// [Ops.OpenNoFollow], every created file or directory gets an explicit
+// chmod, and [Ops.ChownTree] hands what a root run created to the owner of
+// the session tree.
+//
+// # Seams
+//
+// There is no mutable package state to swap in tests. Every helper is a
+// method on an [Ops] value whose function fields are the primitive system
+// calls; [OS] is the real one and [FaultyOps] injects errors such as ENOSPC,
+// EIO or EACCES on a write, fsync or rename of a matching path. Callers take
+// an Ops and pass it down, so a test can hand a faulty one to any layer.
+//
+// # Failpoints
+//
+// [Failpoint] marks a step where a crash test may kill the process. In
+// normal builds it is an empty function that the compiler removes; built
+// with -tags failpoints it reads PISESS_FAILPOINT and SIGKILLs the process
+// at the named point (see failpoint_on.go). [KnownFailpoints] lists every
+// name registered with [Register], so the crash harness loops over all of
+// them and a new failpoint is tested for free.
+//
+// The package is Linux-only: it relies on openat2, renameat2 and flock.
+package durable
