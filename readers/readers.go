@@ -94,6 +94,10 @@ const (
 	ClassIO               Class = "io"
 	ClassLocked           Class = "locked"
 	ClassCorrupt          Class = "corrupt"
+	ClassSymlink          Class = "symlink"      // the source path is a symlink: pisess follows none
+	ClassSpecialFile      Class = "special_file" // not a regular file (FIFO, device, directory)
+	ClassBadSequence      Class = "bad_sequence" // SQLite entry seq not contiguous from 1
+	ClassBadSchema        Class = "bad_schema"   // SQLite tables or columns are not pi's
 )
 
 // RefusedError says why a source cannot be migrated. Line is 1-based (for

@@ -30,9 +30,11 @@
 // openat2 with RESOLVE_NO_SYMLINKS), creates directories 0700 and files
 // 0600 and chmods them explicitly, refuses special files, and fails outright
 // on a permission error. Every open here therefore goes through
-// [Ops.OpenNoFollow], every created file or directory gets an explicit
-// chmod, and [Ops.ChownTree] hands what a root run created to the owner of
-// the session tree.
+// [Ops.OpenNoFollow], and every created file or directory gets an explicit
+// chmod. Running as root, each is also given, by descriptor and before it is
+// published, to the owner of the directory it is created in, so pi is never
+// locked out of a file even for a moment; [Ops.ChownTree] and
+// [Ops.ChownIfRoot] hand over whatever else a root run must.
 //
 // # Seams
 //

@@ -1,0 +1,56 @@
+# pisess — the one place that says how to build, test and check.
+# Checking targets never modify the tree.
+
+export GOFLAGS := -mod=mod
+
+GO          ?= go
+BIN         := bin/pisess
+# staticcheck is run at a pinned version through the Go module proxy, so no
+# install step is needed and every machine runs the same checks.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME    ?= 20s
+PI_DIR      := scripts/pi
+
+.PHONY: build test lint check bench demo fuzz crash npm-deps
+
+build:
+	$(GO) build -o $(BIN) .
+
+# The one test command (README, .ci/run).
+test: npm-deps
+	$(GO) test ./...
+
+# Interop tests drive the real TypeScript pi; install its pinned packages
+# once (only when the lock file exists and node_modules does not).
+npm-deps:
+	@if [ -f $(PI_DIR)/package-lock.json ] && [ ! -d $(PI_DIR)/node_modules ]; then \
+		npm ci --prefix $(PI_DIR); \
+	fi
+
+lint:
+	@out="$$(find . -name '*.go' -not -path './.git/*' -not -path '*/node_modules/*' -print0 | xargs -0 gofmt -l)"; \
+	if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+check: lint npm-deps
+	$(GO) test -race ./...
+
+bench:
+	scripts/bench
+
+demo: build
+	scripts/demo
+
+# go test -fuzz takes one target per run: loop over every Fuzz function.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$target ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+# Crash harness: failpoints become real SIGKILLs in this build.
+crash:
+	$(GO) test -tags failpoints ./...

@@ -1,0 +1,185 @@
+package commands
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestGlobalHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		r := pisess(t, args...)
+		if r.code != ExitClean {
+			t.Fatalf("%v: %s", args, r)
+		}
+		for _, want := range []string{"PISESS_CLOCK", "2026-01-01T00:00:00.000Z", "PI_SESSIONS_DIR", "PI_CODING_AGENT_DIR",
+			"EXIT STATUS", "16  usage error", "32  the session tree is locked", "inspect", "build", "--log-format", "--log-file", "--log-level"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("%v: help lacks %q:\n%s", args, want, r.stdout)
+			}
+		}
+	}
+}
+
+func TestCommandHelpEndsWithExitStatus(t *testing.T) {
+	for _, name := range []string{"inspect", "build"} {
+		for _, args := range [][]string{{name, "--help"}, {"help", name}} {
+			r := pisess(t, args...)
+			if r.code != ExitClean {
+				t.Fatalf("%v: %s", args, r)
+			}
+			help := strings.TrimRight(r.stdout, "\n")
+			i := strings.LastIndex(help, "EXIT STATUS:")
+			if i < 0 {
+				t.Fatalf("%v: no EXIT STATUS section:\n%s", args, help)
+			}
+			tail := help[i:]
+			if strings.Count(tail, "\n\n") > 0 || !strings.Contains(tail, "16  usage error") {
+				t.Errorf("%v: EXIT STATUS is not the last section, or lacks 16:\n%s", args, help)
+			}
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "exists")
+	if err := os.Mkdir(existing, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  string // PISESS_CLOCK
+		args []string
+	}{
+		{"no command", "", nil},
+		{"unknown command", "", []string{"frobnicate"}},
+		{"help for unknown command", "", []string{"help", "frobnicate"}},
+		{"unknown global flag", "", []string{"--bogus", "inspect", dir}},
+		{"unknown command flag", "", []string{"inspect", "--bogus", dir}},
+		{"inspect without STORE", "", []string{"inspect"}},
+		{"inspect with two stores", "", []string{"inspect", dir, dir}},
+		{"build with one argument", "", []string{"build", exampleSession}},
+		{"bad log format", "", []string{"--log-format", "xml", "inspect", dir}},
+		{"bad log level", "", []string{"--log-level", "loud", "inspect", dir}},
+		{"bad PISESS_CLOCK", "yesterday", []string{"build", exampleSession, filepath.Join(dir, "a.v2")}},
+		{"segment size over 64 MiB", "", []string{"build", "--max-segment-bytes", "67108865", exampleSession, filepath.Join(dir, "b.v2")}},
+		{"segment size zero", "", []string{"build", "--max-segment-bytes", "0", exampleSession, filepath.Join(dir, "c.v2")}},
+		{"segment size not a number", "", []string{"build", "--max-segment-bytes", "big", exampleSession, filepath.Join(dir, "d.v2")}},
+		{"OUTDIR exists", "", []string{"build", exampleSession, existing}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvClock, tt.env)
+			r := pisess(t, tt.args...)
+			if r.code != ExitUsage {
+				t.Fatalf("want exit %d: %s", ExitUsage, r)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout not empty without --json: %q", r.stdout)
+			}
+			if !strings.HasPrefix(r.stderr, "pisess: ") {
+				t.Errorf("stderr lacks the error line: %q", r.stderr)
+			}
+			// The same failure with --json is one JSON object on stdout.
+			if len(tt.args) > 0 && tt.args[0] != "help" && !strings.HasPrefix(tt.args[0], "--") && tt.args[0] != "frobnicate" {
+				jargs := append([]string{tt.args[0], "--json"}, tt.args[1:]...)
+				jr := pisess(t, jargs...)
+				if jr.code != ExitUsage {
+					t.Fatalf("--json: want exit %d: %s", ExitUsage, jr)
+				}
+				checkErrorObject(t, jr, ClassUsage)
+			}
+		})
+	}
+}
+
+// checkErrorObject asserts stdout is exactly {"error":{"class","message"}}.
+func checkErrorObject(t *testing.T, r result, class string) {
+	t.Helper()
+	obj := r.jsonObject(t)
+	if len(obj) != 1 {
+		t.Fatalf("error object has members besides error: %v", obj)
+	}
+	e, ok := obj["error"].(map[string]any)
+	if !ok || len(e) != 2 {
+		t.Fatalf("error member is not {class, message}: %v", obj)
+	}
+	if e["class"] != class {
+		t.Errorf("class = %v, want %s", e["class"], class)
+	}
+	if m, _ := e["message"].(string); m == "" {
+		t.Errorf("empty message: %v", e)
+	}
+	if r.stderr != "" && strings.Contains(r.stderr, "pisess: ") {
+		t.Errorf("--json run also printed the error on stderr: %q", r.stderr)
+	}
+}
+
+func TestClockFromEnv(t *testing.T) {
+	t.Setenv(EnvClock, fixedClock)
+	clock, err := ClockFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := clock().Format("2006-01-02T15:04:05.000Z07:00"); got != fixedClock {
+		t.Errorf("fixed clock = %s, want %s", got, fixedClock)
+	}
+	t.Setenv(EnvClock, "2026-03-04T05:06:07.5+02:00")
+	clock, err = ClockFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := clock().Format("2006-01-02T15:04:05.000Z07:00"); got != "2026-03-04T03:06:07.500Z" {
+		t.Errorf("offset clock = %s, want UTC", got)
+	}
+	t.Setenv(EnvClock, "")
+	clock, err = ClockFromEnv()
+	if err != nil || clock().IsZero() {
+		t.Errorf("unset clock: %v", err)
+	}
+	for _, bad := range []string{"2026-01-01", "now", "2026-01-01 00:00:00Z"} {
+		t.Setenv(EnvClock, bad)
+		if _, err := ClockFromEnv(); ExitCode(nil, err) != ExitUsage {
+			t.Errorf("PISESS_CLOCK=%q: err %v, want a usage error", bad, err)
+		}
+	}
+}
+
+func TestProgressIsNoOpOffTerminal(t *testing.T) {
+	var b strings.Builder
+	p := NewProgress(&b, 10, "x")
+	p.Add(5)
+	p.Describe("y")
+	p.Finish()
+	bp := NewBytesProgress(&b, -1, "z")
+	bp.Add(100)
+	bp.Finish()
+	if b.Len() != 0 {
+		t.Errorf("progress wrote to a non-terminal: %q", b.String())
+	}
+}
+
+func TestLogging(t *testing.T) {
+	store := buildStore(t)
+	r := pisess(t, "--log-format", "json", "--log-level", "debug", "inspect", store)
+	if r.code != ExitClean {
+		t.Fatalf("%s", r)
+	}
+	if r.stdout != "" {
+		t.Errorf("logs or text on stdout: %q", r.stdout)
+	}
+	file := filepath.Join(t.TempDir(), "pisess.log")
+	r = pisess(t, "--log-file", file, "--log-format", "json", "--log-level", "debug", "build", "--force", exampleSession, store)
+	if r.code != ExitClean {
+		t.Fatalf("%s", r)
+	}
+	log, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), `"level":"debug"`) || strings.Contains(r.stderr, `"level"`) {
+		t.Errorf("debug logs not in the log file only:\nfile: %s\nstderr: %s", log, r.stderr)
+	}
+}

@@ -1,0 +1,265 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"pisess/ledger"
+	"pisess/readers/discover"
+	"pisess/writers/durable"
+)
+
+// DefaultLockTimeout is how long fsck --repair waits for a session lock or
+// a store mutation lock that pi holds before it reports the session busy.
+const DefaultLockTimeout = 30 * time.Second
+
+// FsckOptions configure Fsck.
+type FsckOptions struct {
+	// Paths are session files or trees; none means discover.DefaultRoots.
+	Paths []string
+	// Repair mends what can be mended (check → repair → re-check);
+	// without it Fsck writes nothing at all.
+	Repair bool
+	// Jobs is how many sessions are checked (and repaired) at once; 0
+	// means the number of CPUs.
+	Jobs int
+	// CorrelationID is the run's id for --repair (journal notes, the
+	// quarantine directory); "" generates one.
+	CorrelationID string
+	// LockTimeout bounds the wait for a session or store mutation lock; 0
+	// means DefaultLockTimeout.
+	LockTimeout time.Duration
+	// Clock stamps journal notes; nil means the wall clock.
+	Clock func() time.Time
+	// Ops performs the file operations of the repairs; the zero value is
+	// the operating system's.
+	Ops durable.Ops
+	// Progress, when set, is called after each session with the number
+	// done and the total.
+	Progress func(done, total int)
+}
+
+// Fsck checks every session under opt.Paths the way e2fsck checks a file
+// system: for each session tree, under its tree lock, it classifies every
+// session with the reference's five status classes and lists the finer
+// findings beneath them (acceptance, store integrity, freshness, leftovers),
+// plus the tree's own (a stale tree lock, journal lines that do not parse,
+// directories whose session is gone). Every finding names the file, the
+// check and the repair that applies.
+//
+// With opt.Repair it then mends what can be mended without losing data,
+// moving whatever it removes into <tree>/.pisess/quarantine/<run id>/ and
+// recording each step in the tree journal, and checks again: a finding is
+// Repaired only when the re-check no longer finds it. A second Fsck then
+// finds nothing.
+//
+// The report's Tally gives the exit status (package commands, exit.go):
+// 0 clean, 1 problems found and all repaired, 4 problems left. An error
+// means fsck could not run: ErrTreeLocked in its chain (exit 32) when
+// another pisess run holds a tree's lock, anything else exit 8.
+func Fsck(ctx context.Context, opt FsckOptions) (FsckReport, error) {
+	roots := opt.Paths
+	if len(roots) == 0 {
+		var err error
+		if roots, err = discover.DefaultRoots(); err != nil {
+			return FsckReport{}, err
+		}
+	}
+	trees, err := discover.Walk(roots)
+	if err != nil {
+		return FsckReport{}, fmt.Errorf("fsck: %w", err)
+	}
+	r := &fsckRun{opt: opt, log: zerolog.Ctx(ctx)}
+	if r.opt.Jobs <= 0 {
+		r.opt.Jobs = runtime.NumCPU()
+	}
+	if r.opt.LockTimeout <= 0 {
+		r.opt.LockTimeout = DefaultLockTimeout
+	}
+	if r.opt.Clock == nil {
+		r.opt.Clock = func() time.Time { return time.Now().UTC() }
+	}
+	rep := FsckReport{Repair: opt.Repair, Trees: []FsckTree{}}
+	if opt.Repair {
+		rep.CorrelationID = opt.CorrelationID
+		if rep.CorrelationID == "" {
+			rep.CorrelationID = ledger.NewCorrelationID()
+		} else if !ledger.ValidCorrelationID(rep.CorrelationID) {
+			return FsckReport{}, Usagef("correlation id %q does not match ^[A-Za-z0-9._:-]{8,128}$", rep.CorrelationID)
+		}
+		r.cid = rep.CorrelationID
+	}
+	for _, t := range trees {
+		r.total += len(t.Sessions)
+	}
+	for _, t := range trees {
+		tr, err := r.tree(ctx, t)
+		rep.Trees = append(rep.Trees, tr)
+		if err != nil {
+			rep.total()
+			return rep, err
+		}
+	}
+	rep.total()
+	return rep, nil
+}
+
+// fsckRun is one Fsck call.
+type fsckRun struct {
+	opt   FsckOptions
+	log   *zerolog.Logger
+	cid   string
+	mu    sync.Mutex
+	done  int
+	total int
+}
+
+func (r *fsckRun) progress() {
+	if r.opt.Progress == nil {
+		return
+	}
+	r.mu.Lock()
+	r.done++
+	done := r.done
+	r.mu.Unlock()
+	r.opt.Progress(done, r.total)
+}
+
+// treeRun is the state of one tree: its journal and, with --repair, its
+// quarantine.
+type treeRun struct {
+	*fsckRun
+	tree    discover.Tree
+	journal *ledger.Journal
+	q       *quarantine // nil without --repair
+}
+
+// tree checks (and repairs) one session tree under its tree lock.
+func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
+	out := FsckTree{Root: t.Root, Findings: []FsckFinding{}, Sessions: []FsckSession{}}
+	var (
+		lock  *durable.Lock
+		stale string
+		err   error
+	)
+	if r.opt.Repair {
+		lock, stale, err = lockTreeForRepair(r.opt.Ops, t.Root)
+	} else {
+		lock, stale, err = lockTreeForCheck(ctx, r.opt.Ops, t.Root)
+	}
+	if err != nil {
+		return out, fmt.Errorf("fsck %s: %w", t.Root, err)
+	}
+	defer lock.Unlock()
+
+	j, err := ledger.OpenJournalWith(r.opt.Ops, t.Root)
+	if err != nil {
+		return out, fmt.Errorf("fsck %s: %w", t.Root, err)
+	}
+	tr := &treeRun{fsckRun: r, tree: t, journal: j}
+	if r.opt.Repair {
+		if tr.q, err = newQuarantine(r.opt.Ops, t.Root, r.cid, j, r.opt.Clock); err != nil {
+			return out, fmt.Errorf("fsck %s: %w", t.Root, err)
+		}
+	}
+
+	if stale != "" {
+		f := staleLockFinding(t.Root, stale)
+		if tr.q != nil {
+			// Taking the lock over was the repair; record it.
+			f.Repaired = true
+			if err := tr.q.note(ledger.Note{Kind: ledger.NoteRepair, Path: f.Path,
+				Detail: "stale tree lock taken over and cleared; its holder was: " + stale}); err != nil {
+				f.Repaired, f.RepairError = false, err.Error()
+			}
+		}
+		out.Findings = append(out.Findings, f)
+	}
+	jf, err := journalFindings(j)
+	if err != nil {
+		return out, fmt.Errorf("fsck %s: %w", t.Root, err)
+	}
+	out.Findings = append(out.Findings, jf...)
+	out.Findings = append(out.Findings, orphanFindings(t)...)
+
+	out.Sessions = tr.sessions(ctx)
+	if err := ctx.Err(); err != nil {
+		return out, err
+	}
+	if tr.q != nil {
+		tr.repairTree(out.Findings)
+	}
+	return out, nil
+}
+
+// sessions checks (and repairs) every session of the tree, opt.Jobs at a
+// time, and returns them in the tree's order.
+func (tr *treeRun) sessions(ctx context.Context) []FsckSession {
+	out := make([]FsckSession, len(tr.tree.Sessions))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(tr.opt.Jobs, max(len(out), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				out[i] = tr.session(ctx, tr.tree.Sessions[i])
+				tr.progress()
+			}
+		}()
+	}
+	for i := range out {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return out
+}
+
+// repairTree mends the tree's own findings: the journal lines and the
+// orphaned directories (the stale lock was mended by taking it).
+func (tr *treeRun) repairTree(fs []FsckFinding) {
+	for i := range fs {
+		f := &fs[i]
+		if f.Repaired || f.Notice {
+			continue
+		}
+		var err error
+		switch f.Action {
+		case ActionAcknowledge:
+			err = acknowledgeJournalLine(tr.q, *f)
+		case ActionQuarantine:
+			_, err = tr.q.move(tr.tree.Root, f.Path, "orphan", f.Detail)
+		default:
+			continue
+		}
+		if err != nil {
+			f.RepairError = err.Error()
+			tr.log.Warn().Err(err).Str("path", f.Path).Str("code", f.Code).Msg("repair failed")
+			continue
+		}
+		f.Repaired = true
+	}
+	// Re-check the journal: only lines that are still unacknowledged stay.
+	left, err := journalFindings(tr.journal)
+	if err != nil {
+		return
+	}
+	still := map[int64]bool{}
+	for _, f := range left {
+		still[f.Line] = true
+	}
+	for i := range fs {
+		if fs[i].Code == CodeTreeJournal && still[fs[i].Line] {
+			fs[i].Repaired = false
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"pisess/readers"
+	"pisess/readers/discover"
+)
+
+// rebuild rebuilds the sidecar of s from its source with the migrate
+// pipeline (RebuildSidecar: session lock, staging, verification, clean
+// source state, cutover with the old sidecar kept in the quarantine, every
+// phase in the journal under this run's correlation id). A source the
+// reference refuses comes back as a *readers.RefusedError.
+func (tr *treeRun) rebuild(ctx context.Context, s discover.Session, reason string) error {
+	env := Env{
+		Clock:       tr.opt.Clock,
+		Ops:         tr.opt.Ops,
+		LockTimeout: tr.opt.LockTimeout,
+		Journal:     tr.journal,
+		Log:         *tr.log,
+	}
+	res := RebuildSidecar(ctx, env, s, tr.cid, reason)
+	switch {
+	case res.Outcome == OutcomeDone:
+		return nil
+	case res.Outcome == OutcomeRefused && res.Error != nil:
+		return &readers.RefusedError{Path: s.Path, Line: res.Error.Line, Class: readers.Class(res.Error.Class), Reason: res.Error.Message}
+	case res.Error != nil:
+		return errors.New("rebuild from the source: " + res.Error.Message)
+	}
+	return errors.New("rebuild from the source: " + string(res.Outcome))
+}

@@ -1,0 +1,528 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"pisess/ledger"
+	"pisess/readers"
+	"pisess/readers/discover"
+	"pisess/rollback"
+	"pisess/verify"
+	"pisess/writers/durable"
+	"pisess/writers/store"
+	"pisess/writers/wire"
+)
+
+// repair mends one session: check → repair → re-check. In order:
+//
+//  1. under the session lock, the leftovers: staging directories to the
+//     quarantine; a backup restored when no sidecar is installed and it
+//     passes the store check and pi's acceptance rules, else quarantined;
+//  2. still under the session lock and now the store's mutation lock, the
+//     in-place repairs, when nothing calls for a rebuild anyway: finish a
+//     pending rollback, modes, torn tails (the cut bytes kept in the
+//     quarantine first), the index and the manifest recomputed from the
+//     frames (the old ones kept first), the owner;
+//  3. a re-check, with a full verification against the source: whatever
+//     is still wrong, or stale, is rebuilt from the source through the
+//     migrate pipeline (the old sidecar goes to the quarantine); a sidecar
+//     that cannot be rebuilt because the reference refuses its source is
+//     quarantined (pi uses the JSONL either way);
+//  4. the final check: a finding is Repaired when it is gone.
+//
+// Nothing is repaired under a symlinked ancestor: pi could never open the
+// sidecar, and pisess follows no symlink.
+func (tr *treeRun) repair(ctx context.Context, s discover.Session, out *FsckSession) {
+	for _, f := range out.Findings {
+		if f.Code == verify.CodeSymlinkAncestor {
+			return
+		}
+	}
+	errs := map[string]string{} // finding key → why its repair failed
+	fail := func(f FsckFinding, err error) {
+		errs[f.key()] = err.Error()
+		tr.log.Warn().Err(err).Str("session", s.Path).Str("code", f.Code).Str("path", f.Path).Msg("repair failed")
+	}
+
+	lock, err := tr.opt.Ops.LockFile(ctx, s.Lock, tr.opt.LockTimeout)
+	if err != nil {
+		for _, f := range out.Findings {
+			fail(f, fmt.Errorf("session busy: %w", err))
+		}
+		tr.finish(ctx, s, out, errs)
+		return
+	}
+	tr.repairLeftovers(s, out.Findings, fail)
+	s.Staging, s.Backups = nil, nil
+
+	rebuild := ""
+	if exists(s.Sidecar) {
+		_, cur := tr.check(ctx, s)
+		rebuild = rebuildReason(cur)
+		tr.mendInPlace(ctx, s, cur, rebuild != "", fail)
+		if rebuild == "" {
+			_, cur = tr.check(ctx, s)
+			rebuild = rebuildReason(cur)
+		}
+	}
+	_ = lock.Unlock()
+
+	if rebuild != "" {
+		tr.rebuildSidecar(ctx, s, rebuild, out.Findings, fail)
+	}
+	tr.finish(ctx, s, out, errs)
+}
+
+// rebuildReason says why the sidecar must be rebuilt from its source, or
+// "" when the findings left can be mended in place (or not at all).
+func rebuildReason(fs []FsckFinding) string {
+	for _, f := range fs {
+		if f.Notice || f.Repaired {
+			continue
+		}
+		switch f.Action {
+		case ActionRefresh:
+			return "refresh: " + f.Detail
+		case ActionRebuild:
+			return fmt.Sprintf("repair: %s %s", f.Code, f.Detail)
+		}
+	}
+	return ""
+}
+
+// finish re-checks the session and settles every finding: Repaired when
+// the re-check no longer finds it; anything the re-check finds that was
+// not there before is added, unrepaired.
+func (tr *treeRun) finish(ctx context.Context, s discover.Session, out *FsckSession, errs map[string]string) {
+	s.Staging, s.Backups = nil, nil
+	for _, p := range discoverLeftovers(s) {
+		s.Staging = append(s.Staging, p.staging...)
+		s.Backups = append(s.Backups, p.backups...)
+	}
+	class, now := tr.check(ctx, s)
+	out.After = class
+	left := map[string]FsckFinding{}
+	for _, f := range now {
+		if !f.Notice {
+			left[f.key()] = f
+		}
+	}
+	for i := range out.Findings {
+		f := &out.Findings[i]
+		if f.Notice {
+			continue
+		}
+		_, still := left[f.key()]
+		f.Repaired = !still
+		if still {
+			f.RepairError = errs[f.key()]
+			if f.RepairError == "" && f.Action != ActionNone {
+				f.RepairError = "still found after the repair"
+			}
+		}
+		delete(left, f.key())
+	}
+	for _, f := range now {
+		if _, ok := left[f.key()]; ok {
+			f.Detail += " (found after the repair)"
+			out.Findings = append(out.Findings, f)
+		}
+	}
+}
+
+type leftovers struct{ staging, backups []string }
+
+// discoverLeftovers lists the staging and backup siblings of s again (the
+// repairs moved some).
+func discoverLeftovers(s discover.Session) []leftovers {
+	trees, err := discover.Walk([]string{s.Path})
+	if err != nil {
+		return nil
+	}
+	var out []leftovers
+	for _, t := range trees {
+		for _, x := range t.Sessions {
+			if x.Path == s.Path {
+				out = append(out, leftovers{x.Staging, x.Backups})
+			}
+		}
+	}
+	return out
+}
+
+// repairLeftovers quarantines staging directories and restores or
+// quarantines backups. The caller holds the session lock.
+func (tr *treeRun) repairLeftovers(s discover.Session, fs []FsckFinding, fail func(FsckFinding, error)) {
+	for _, f := range fs {
+		if f.Code != CodeTreeStaging && f.Code != CodeTreeBackup {
+			continue
+		}
+		if f.Action == ActionRestoreBackup && !exists(s.Sidecar) {
+			err := tr.verifyBackup(s, f.Path)
+			if err == nil {
+				if err = tr.opt.Ops.RenameNoReplace(f.Path, s.Sidecar); err == nil {
+					err = tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRestored, Path: s.Sidecar,
+						QuarantinePath: f.Path, Detail: "fsck restored the backup of an interrupted cutover as the sidecar"})
+					if err != nil {
+						fail(f, err)
+					}
+					continue
+				}
+			}
+			tr.log.Info().Err(err).Str("backup", f.Path).Msg("backup not restored; quarantining it")
+		}
+		kind := "staging"
+		if f.Code == CodeTreeBackup {
+			kind = "backup"
+		}
+		if _, err := tr.q.move(s.Path, f.Path, kind, f.Detail); err != nil {
+			fail(f, err)
+		}
+	}
+}
+
+// verifyBackup checks a backup before it is put back as the sidecar: the
+// store check finds nothing and pi's acceptance rules hold (it may be
+// stale: the sidecar check that follows refreshes it).
+func (tr *treeRun) verifyBackup(s discover.Session, dir string) error {
+	st, err := store.Open(dir, store.ReadOptions{})
+	if err != nil {
+		return err
+	}
+	if ps := st.Check(); len(ps) > 0 {
+		return fmt.Errorf("backup %s fails the store check: %s", dir, ps[0])
+	}
+	opt := verify.AcceptOptions{OwnerUID: -1, OwnerGID: -1, SourceFormat: s.Format}
+	if h, err := discover.ReadHeader(s.Path); err == nil {
+		opt.HeaderID = h.ID
+	}
+	if uid, gid, err := tr.opt.Ops.Owner(s.Path); err == nil {
+		opt.OwnerUID, opt.OwnerGID = uid, gid
+	}
+	if fs := verify.Acceptance(dir, s.Path, opt); len(fs) > 0 {
+		return fmt.Errorf("backup %s fails pi's acceptance rules: %s", dir, fs[0])
+	}
+	return nil
+}
+
+// mendInPlace applies the in-place repairs under the store's mutation
+// lock (the caller holds the session lock). A pending rollback is always
+// finished first, as every changing open of the reference does; when the
+// sidecar is to be rebuilt anyway nothing else is touched, so that the
+// quarantine receives it exactly as it was.
+func (tr *treeRun) mendInPlace(ctx context.Context, s discover.Session, fs []FsckFinding, rebuilding bool, fail func(FsckFinding, error)) {
+	has := map[RepairAction][]FsckFinding{}
+	for _, f := range fs {
+		if !f.Notice && inPlace(f.Action) {
+			has[f.Action] = append(has[f.Action], f)
+		}
+	}
+	if len(has) == 0 {
+		return
+	}
+	root := s.Sidecar
+	if fi, err := os.Lstat(root); err != nil || !fi.IsDir() {
+		return
+	}
+	mlock, err := tr.opt.Ops.LockFile(ctx, store.MutationLockPath(root), tr.opt.LockTimeout)
+	if err != nil {
+		for _, list := range has {
+			for _, f := range list {
+				fail(f, fmt.Errorf("store busy: %w", err))
+			}
+		}
+		return
+	}
+	defer mlock.Unlock()
+
+	for _, f := range has[ActionFinishRollback] {
+		if _, err := rollback.FinishPendingLocked(ctx, root, rollback.Options{Ops: tr.opt.Ops, Clock: tr.opt.Clock,
+			LockTimeout: tr.opt.LockTimeout}); err != nil {
+			fail(f, err)
+		} else if err := tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: f.Path,
+			Detail: "fsck finished the pending rollback to a checkpoint (rolled forward)"}); err != nil {
+			fail(f, err)
+		}
+		break
+	}
+	if rebuilding {
+		return
+	}
+	for _, f := range has[ActionChmod] {
+		if err := tr.fixModes(s, root); err != nil {
+			fail(f, err)
+		}
+		break
+	}
+	changed := false
+	for _, f := range has[ActionCutTail] {
+		cut, err := tr.cutTail(s, f.Path)
+		if err != nil {
+			fail(f, err)
+			continue
+		}
+		changed = changed || (cut && filepath.Base(f.Path) != store.LedgerName)
+	}
+	if len(has[ActionRebuildIndex]) > 0 || changed {
+		if err := tr.rebuildIndex(s, root); err != nil {
+			for _, f := range has[ActionRebuildIndex] {
+				fail(f, err)
+			}
+		} else {
+			changed = true
+		}
+	}
+	if len(has[ActionRecomputeManifest]) > 0 || changed {
+		if err := tr.recomputeManifest(s, root); err != nil {
+			for _, f := range has[ActionRecomputeManifest] {
+				fail(f, err)
+			}
+		}
+	}
+	for _, f := range has[ActionChown] {
+		if err := tr.fixOwner(s, root); err != nil {
+			fail(f, err)
+		}
+		break
+	}
+}
+
+// cutTail keeps the bytes after the last newline of path in the quarantine
+// and only then truncates them away (store.CutTornTail); it reports
+// whether anything was cut.
+func (tr *treeRun) cutTail(s discover.Session, path string) (bool, error) {
+	tail, off, err := tornTail(tr.opt.Ops, path)
+	if err != nil || len(tail) == 0 {
+		return false, err
+	}
+	dst, sum, err := tr.q.keep(path, "torn-tail", tail)
+	if err != nil {
+		return false, err
+	}
+	cut, err := store.CutTornTail(path)
+	if err != nil {
+		return false, err
+	}
+	if !bytes.Equal(cut, tail) {
+		return true, fmt.Errorf("cut torn tail of %s: %d bytes cut differ from the %d kept in %s", path, len(cut), len(tail), dst)
+	}
+	return true, tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteQuarantined, Path: path, QuarantinePath: dst, SHA256: sum,
+		Detail: fmt.Sprintf("fsck cut a torn tail of %d bytes at offset %d (the last whole line ends there)", len(tail), off)})
+}
+
+// tornTail returns the bytes of path after its last newline and where
+// they start.
+func tornTail(ops durable.Ops, path string) ([]byte, int64, error) {
+	f, err := ops.OpenNoFollow(path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s: not a regular file", path)
+	}
+	const block = 64 << 10
+	size := fi.Size()
+	buf := make([]byte, block)
+	keep := int64(0)
+	for end := size; end > 0; {
+		start := max(end-block, 0)
+		b := buf[:end-start]
+		if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
+			return nil, 0, err
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			keep = start + int64(i) + 1
+			break
+		}
+		end = start
+	}
+	tail := make([]byte, size-keep)
+	if _, err := f.ReadAt(tail, keep); err != nil && !errors.Is(err, io.EOF) {
+		return nil, 0, err
+	}
+	return tail, keep, nil
+}
+
+// readAll reads a whole regular file without following a symlink.
+func readAll(ops durable.Ops, path string) ([]byte, error) {
+	f, err := ops.OpenNoFollow(path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// keepCopy keeps the current bytes of a file about to be rewritten; a
+// missing file has nothing to keep.
+func (tr *treeRun) keepCopy(path, kind string) (string, string, error) {
+	b, err := readAll(tr.opt.Ops, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return tr.q.keep(path, kind, b)
+}
+
+// rebuildIndex keeps the old index and rewrites it from the frames.
+func (tr *treeRun) rebuildIndex(s discover.Session, root string) error {
+	path := store.IndexPath(root)
+	dst, sum, err := tr.keepCopy(path, "index")
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(store.IndexDirPath(root)); errors.Is(err, fs.ErrNotExist) {
+		if err := tr.opt.Ops.MkdirPrivate(store.IndexDirPath(root)); err != nil {
+			return err
+		}
+	} else if err == nil && !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", store.IndexDirPath(root))
+	}
+	n, err := store.RebuildIndex(root)
+	if err != nil {
+		return err
+	}
+	return tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: path, QuarantinePath: dst, SHA256: sum,
+		Detail: fmt.Sprintf("fsck rebuilt the index from the frames (%d rows); the old index, if any, is in the quarantine", n)})
+}
+
+// recomputeManifest keeps the old manifest and rewrites it from the
+// frames, with the session id of the source's header.
+func (tr *treeRun) recomputeManifest(s discover.Session, root string) error {
+	h, err := discover.ReadHeader(s.Path)
+	if err != nil {
+		return fmt.Errorf("recompute manifest: read the session header: %w", err)
+	}
+	path := store.ManifestPath(root)
+	dst, sum, err := tr.keepCopy(path, "manifest")
+	if err != nil {
+		return err
+	}
+	if _, err := store.RecomputeManifest(root, h.ID, wire.SourceFormat(s.Format)); err != nil {
+		return err
+	}
+	return tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: path, QuarantinePath: dst, SHA256: sum,
+		Detail: "fsck recomputed the manifest from the frames; the old manifest, if any, is in the quarantine"})
+}
+
+// fixModes sets every directory of the store to 0700 and every file to
+// 0600 where a group or other bit (or an owner bit pi needs) is wrong.
+// Symlinks and special files are left alone: they call for a rebuild.
+func (tr *treeRun) fixModes(s discover.Session, root string) error {
+	var fixed []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.IsDir() && fi.Mode().Perm() != 0o700:
+			if err := tr.opt.Ops.MkdirPrivate(path); err != nil {
+				return err
+			}
+		case fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 || fi.Mode().IsRegular() && fi.Mode().Perm()&0o600 != 0o600:
+			if err := chmodFile(tr.opt.Ops, path, 0o600); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+		fixed = append(fixed, fmt.Sprintf("%s (was %04o)", path, fi.Mode().Perm()))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("fix modes: %w", err)
+	}
+	if len(fixed) == 0 {
+		return nil
+	}
+	return tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: root,
+		Detail: fmt.Sprintf("fsck set private modes (0700/0600) on %d path(s): %v", len(fixed), fixed)})
+}
+
+// chmodFile sets perm on the regular file path through a descriptor opened
+// without following a symlink in any component. (durable has no chmod of
+// an existing file yet; MkdirPrivate does directories.)
+func chmodFile(ops durable.Ops, path string, perm os.FileMode) error {
+	f, err := ops.OpenNoFollow(path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("chmod %s: not a regular file", path)
+	}
+	return f.Chmod(perm)
+}
+
+// fixOwner gives the whole store to the session file's owner (as root).
+func (tr *treeRun) fixOwner(s discover.Session, root string) error {
+	if os.Geteuid() != 0 {
+		return errors.New("only root can give files to another user: run fsck --repair as root, or chown the store yourself")
+	}
+	uid, gid, err := tr.opt.Ops.Owner(s.Path)
+	if err != nil {
+		return err
+	}
+	if err := tr.opt.Ops.ChownTree(root, uid, gid); err != nil {
+		return err
+	}
+	return tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: root,
+		Detail: fmt.Sprintf("fsck gave the store to the session file's owner %d:%d", uid, gid)})
+}
+
+// rebuildSidecar rebuilds the sidecar from the source through the migrate
+// pipeline (which takes the session lock, verifies and cuts over, the old
+// sidecar going to the quarantine). When the reference refuses the source,
+// no sidecar can be built from it: the broken one is quarantined instead,
+// and pi keeps using the JSONL, as it would anyway.
+func (tr *treeRun) rebuildSidecar(ctx context.Context, s discover.Session, reason string, fs []FsckFinding, fail func(FsckFinding, error)) {
+	err := tr.rebuild(ctx, s, reason)
+	if err == nil {
+		return
+	}
+	if readers.AsRefused(err) == nil || !exists(s.Sidecar) {
+		for _, f := range fs {
+			if f.Action == ActionRebuild || f.Action == ActionRefresh {
+				fail(f, err)
+			}
+		}
+		return
+	}
+	lock, lerr := tr.opt.Ops.LockFile(ctx, s.Lock, tr.opt.LockTimeout)
+	if lerr == nil {
+		_, lerr = tr.q.move(s.Path, s.Sidecar, "sidecar",
+			"the sidecar could not be rebuilt because its source is refused ("+err.Error()+"); pi uses the JSONL")
+		_ = lock.Unlock()
+	}
+	if lerr != nil {
+		for _, f := range fs {
+			if f.Action == ActionRebuild || f.Action == ActionRefresh {
+				fail(f, fmt.Errorf("%w; quarantining the sidecar failed too: %w", err, lerr))
+			}
+		}
+	}
+}

@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"pisess/readers"
+	"pisess/readers/discover"
+	"pisess/verify"
+)
+
+// CodeUnchecked is the finding of a session fsck could not check at all
+// (its status could not be computed: an I/O error, not a finding).
+const CodeUnchecked = "fsck.unchecked"
+
+// session checks one session and, with --repair, repairs and re-checks it.
+func (tr *treeRun) session(ctx context.Context, s discover.Session) FsckSession {
+	out := FsckSession{Path: s.Path, Format: string(s.Format), Version: s.Version}
+	class, findings := tr.check(ctx, s)
+	out.Class, out.Findings = class, findings
+	if tr.q == nil || !hasProblems(findings) {
+		return out
+	}
+	tr.repair(ctx, s, &out)
+	return out
+}
+
+func hasProblems(fs []FsckFinding) bool {
+	for _, f := range fs {
+		if !f.Notice && !f.Repaired {
+			return true
+		}
+	}
+	return false
+}
+
+// check is the read-only examination of one session: the reference's
+// class (verify.Status: acceptance, full store integrity, freshness), a
+// full verification against the source for a sidecar the reference would
+// call migrated, the source's own refusal for a session without one, and
+// the staging and backup directories an interrupted run left beside it.
+func (tr *treeRun) check(ctx context.Context, s discover.Session) (verify.Class, []FsckFinding) {
+	var out []FsckFinding
+	seen := map[string]bool{}
+	add := func(f FsckFinding) {
+		if f.Session == "" {
+			f.Session = s.Path
+		}
+		if !seen[f.key()] {
+			seen[f.key()] = true
+			out = append(out, f)
+		}
+	}
+	if s.Refusal != nil {
+		f := refusalFinding(s.Refusal)
+		if s.Sidecar != "" && !f.Notice {
+			f.Class = string(verify.ClassCorrupt)
+		}
+		add(f)
+	}
+	class := verify.ClassUnmigrated
+	if s.Refusal == nil || s.Refusal.Class == discover.ClassSymlinkAncestor {
+		rep, err := verify.Status(s.Path)
+		if err != nil {
+			add(FsckFinding{Code: CodeUnchecked, Path: s.Path, Detail: err.Error(), Action: ActionNone,
+				Repair: "cannot repair: fsck could not examine the session; fix the cause and run fsck again"})
+			return verify.ClassCorrupt, out
+		}
+		class = rep.Class
+		for _, f := range rep.Findings {
+			add(fromVerify(f))
+		}
+		switch class {
+		case verify.ClassUnmigrated:
+			if f := tr.sourceRefusal(ctx, s); f != nil {
+				add(*f)
+			}
+		case verify.ClassMigrated:
+			for _, f := range tr.againstSource(ctx, s) {
+				add(f)
+			}
+		}
+	}
+	for _, f := range leftoverFindings(s, class != verify.ClassUnmigrated) {
+		add(f)
+	}
+	return class, out
+}
+
+// refusalFinding reports what discovery refused: a symlinked session file
+// or a .sqlite whose .jsonl twin claims the same sidecar are notices (pi
+// keeps using the session; pisess leaves it alone); a symlinked ancestor
+// is a problem only for a sidecar, which pi can never open.
+func refusalFinding(r *readers.RefusedError) FsckFinding {
+	f := FsckFinding{Code: verify.SourceCode(string(r.Class)), Path: r.Path, Line: r.Line, Detail: r.Reason,
+		Action: ActionNone, Repair: verify.RepairSource, Notice: true}
+	if r.Class == discover.ClassSymlinkAncestor {
+		f.Code = verify.CodeSymlinkAncestor
+		f.Repair = "cannot repair: pi opens sidecars with no symlink in any path component; " +
+			"move the tree to a real directory (or point PI_SESSIONS_DIR at one) and run pisess migrate there"
+	}
+	return f
+}
+
+// sourceRefusal reads a session that has no sidecar to its end and
+// reports the reader's refusal, if any, as a notice: pi keeps using such
+// a session as JSONL, and pisess migrate would refuse it for this reason.
+func (tr *treeRun) sourceRefusal(ctx context.Context, s discover.Session) *FsckFinding {
+	src, err := s.Open()
+	if err == nil {
+		defer src.Close()
+		for err == nil {
+			if err = ctx.Err(); err != nil {
+				return nil
+			}
+			_, err = src.Next()
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+	}
+	f := FsckFinding{Code: CodeUnchecked, Path: s.Path, Detail: err.Error(), Action: ActionNone,
+		Repair: verify.RepairSource, Notice: true}
+	if r := readers.AsRefused(err); r != nil {
+		f.Code, f.Path, f.Line, f.Detail = verify.SourceCode(string(r.Class)), r.Path, r.Line, r.Reason
+	}
+	return &f
+}
+
+// againstSource verifies a sidecar the reference calls migrated against
+// its whole source: fsck is the full check, and a store that pi would
+// accept but that no longer holds the source's entries (a shortened one
+// with a fresh fingerprint) must not pass it.
+func (tr *treeRun) againstSource(ctx context.Context, s discover.Session) []FsckFinding {
+	src, err := s.Open()
+	if err != nil {
+		f := FsckFinding{Code: CodeUnchecked, Path: s.Path, Detail: err.Error(), Action: ActionNone,
+			Repair: verify.RepairSource, Notice: true}
+		if r := readers.AsRefused(err); r != nil {
+			f.Code, f.Path, f.Line, f.Detail = verify.SourceCode(string(r.Class)), r.Path, r.Line, r.Reason
+		}
+		return []FsckFinding{f}
+	}
+	defer src.Close()
+	opt := verify.Options{SourcePath: s.Path}
+	if uid, gid, err := tr.opt.Ops.Owner(s.Path); err == nil {
+		opt.Accept = &verify.AcceptOptions{OwnerUID: uid, OwnerGID: gid}
+	}
+	rep, err := verify.AgainstSource(ctx, src, s.Sidecar, opt)
+	if err != nil {
+		return []FsckFinding{{Code: CodeUnchecked, Path: s.Sidecar, Detail: err.Error(), Action: ActionNone,
+			Repair: "cannot repair: fsck could not verify the sidecar; fix the cause and run fsck again"}}
+	}
+	if rep.Verified() {
+		return nil
+	}
+	var out []FsckFinding
+	for _, f := range rep.Findings {
+		ff := fromVerify(f)
+		if ff.Class == "" {
+			ff.Class = string(verify.ClassCorrupt)
+		}
+		out = append(out, ff)
+	}
+	if len(out) == 0 {
+		out = append(out, FsckFinding{Code: verify.CodeEntriesSource, Class: string(verify.ClassCorrupt), Path: s.Sidecar,
+			Detail: fmt.Sprintf("the sidecar does not verify against its source (%+v)", rep.Verification),
+			Action: ActionRebuild, Repair: repairRebuild})
+	}
+	return out
+}
+
+// leftoverFindings reports the staging and backup directories beside a
+// session. A backup is restored when no sidecar is installed (after it is
+// verified); otherwise it, like a staging directory, goes to quarantine.
+func leftoverFindings(s discover.Session, sidecarInstalled bool) []FsckFinding {
+	var out []FsckFinding
+	for _, p := range s.Staging {
+		out = append(out, FsckFinding{Code: CodeTreeStaging, Session: s.Path, Path: p,
+			Detail: "a staging directory left by an interrupted migration", Action: ActionQuarantine, Repair: repairQuarantine})
+	}
+	for i, p := range s.Backups {
+		f := FsckFinding{Code: CodeTreeBackup, Session: s.Path, Path: p,
+			Detail: "a displaced sidecar left by an interrupted cutover", Action: ActionQuarantine, Repair: repairQuarantine}
+		if !sidecarInstalled && i == len(s.Backups)-1 {
+			f.Detail += " while no sidecar is installed"
+			f.Action, f.Repair = ActionRestoreBackup, repairRestoreBackup
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// exists reports whether something is at path (not following a symlink).
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, fs.ErrNotExist)
+}

@@ -1,0 +1,377 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"pisess/ledger"
+	"pisess/readers"
+	"pisess/readers/discover"
+	"pisess/writers/durable"
+	"pisess/writers/wire"
+)
+
+// PlanAction is what migrate plans for one session.
+type PlanAction string
+
+const (
+	PlanMigrate     PlanAction = "migrate"      // no sidecar yet
+	PlanRefresh     PlanAction = "refresh"      // the sidecar is stale (pi wrote the session since)
+	PlanSkip        PlanAction = "skip"         // the sidecar is fresh
+	PlanNeedsRepair PlanAction = "needs_repair" // corrupt or partial sidecar, or leftovers: fsck's
+	PlanRefuse      PlanAction = "refuse"       // the session cannot be migrated
+)
+
+// Outcome is what happened to one session.
+type Outcome string
+
+const (
+	OutcomeDone    Outcome = "done"     // migrated or refreshed, verified, installed
+	OutcomeChecked Outcome = "verified" // dry run: built and verified outside the tree
+	OutcomeSkipped Outcome = "skipped"  // nothing to do
+	OutcomeLeft    Outcome = "left"     // needs repair: reported, left for fsck
+	OutcomeRefused Outcome = "refused"
+	OutcomeBusy    Outcome = "busy"   // the session lock stayed held
+	OutcomeFailed  Outcome = "failed" // an error; nothing installed
+)
+
+// ErrorInfo is a session's error, for --json.
+type ErrorInfo struct {
+	Class   string `json:"class"`
+	Message string `json:"message"`
+	Line    int64  `json:"line,omitempty"`
+}
+
+// VerificationInfo is the three verification flags, for --json.
+type VerificationInfo struct {
+	EntryCountMatch bool `json:"entryCountMatch"`
+	HashChainMatch  bool `json:"hashChainMatch"`
+	IndexConsistent bool `json:"indexConsistent"`
+}
+
+// SessionResult is one session of a migrate run.
+type SessionResult struct {
+	Path         string            `json:"path"`
+	SourceFormat string            `json:"sourceFormat"`
+	Action       PlanAction        `json:"action"`
+	Reason       string            `json:"reason"`
+	Outcome      Outcome           `json:"outcome"`
+	Entries      uint64            `json:"entries"`
+	Bytes        uint64            `json:"bytes"`
+	SourceBytes  int64             `json:"sourceBytes"`
+	Verification *VerificationInfo `json:"verification,omitempty"`
+	Sidecar      string            `json:"sidecar,omitempty"`
+	Displaced    string            `json:"displaced,omitempty"`
+	Notes        []string          `json:"notes,omitempty"`
+	Error        *ErrorInfo        `json:"error,omitempty"`
+}
+
+// problem reports whether the session counts against a clean exit.
+func (s SessionResult) problem() bool {
+	switch s.Outcome {
+	case OutcomeFailed, OutcomeRefused, OutcomeBusy, OutcomeLeft:
+		return true
+	}
+	return false
+}
+
+// MigrateTotals counts sessions by outcome and action.
+type MigrateTotals struct {
+	Sessions    int    `json:"sessions"`
+	Migrated    int    `json:"migrated"`
+	Refreshed   int    `json:"refreshed"`
+	Verified    int    `json:"verified"` // dry run
+	Skipped     int    `json:"skipped"`
+	NeedsRepair int    `json:"needsRepair"`
+	Refused     int    `json:"refused"`
+	Busy        int    `json:"busy"`
+	Failed      int    `json:"failed"`
+	Entries     uint64 `json:"entries"`
+	Bytes       uint64 `json:"bytes"`
+	SourceBytes int64  `json:"sourceBytes"`
+}
+
+// MigrateReport is the result of Migrate.
+type MigrateReport struct {
+	CorrelationID string          `json:"correlationId"`
+	DryRun        bool            `json:"dryRun"`
+	Trees         []string        `json:"trees"`
+	Sessions      []SessionResult `json:"sessions"`
+	Totals        MigrateTotals   `json:"totals"`
+	// Skipped are entries discovery did not take as sessions.
+	Skipped []discover.Skipped `json:"skippedEntries,omitempty"`
+}
+
+// Tally implements Report: refused, failed, busy and needs-repair sessions
+// are problems left.
+func (r MigrateReport) Tally() Tally {
+	n := 0
+	for _, s := range r.Sessions {
+		if s.problem() {
+			n++
+		}
+	}
+	return Tally{Problems: n}
+}
+
+// MigrateOptions configure Migrate.
+type MigrateOptions struct {
+	Paths           []string // session files or trees; none: the default tree
+	DryRun          bool
+	Jobs            int // parallel sessions; 0: number of CPUs
+	CorrelationID   string
+	Force           bool
+	MaxSegmentBytes int64
+	LockTimeout     time.Duration
+	Clock           func() time.Time
+	Ops             durable.Ops
+	// Progress is called with the source bytes of each session as it ends.
+	Progress func(n int64)
+	// OnPlan is called once the plan is known, with the bytes it will read.
+	OnPlan func(sessions int, bytes int64)
+}
+
+// Env is what the per-session pipeline needs from its run.
+type Env struct {
+	Clock           func() time.Time
+	Ops             durable.Ops
+	MaxSegmentBytes int64
+	LockTimeout     time.Duration
+	DryRun          bool
+	Force           bool
+	// Journal is the session's tree journal (nil in a dry run, which
+	// writes nothing in the tree).
+	Journal *ledger.Journal
+	Log     zerolog.Logger
+}
+
+func (e Env) now() time.Time {
+	if e.Clock != nil {
+		return e.Clock()
+	}
+	return time.Now()
+}
+
+// Migrate migrates every session under opts.Paths (FORMAT.md §1, §8, §11;
+// issue "pisess migrate"): discover, plan, then per session — under the
+// session lock — build a staging store, verify it against the source,
+// write the clean source state and cut it over. Every phase is a ledger
+// event carrying the run's correlation id, in the tree journal and in the
+// store's own ledger. A dry run builds and verifies outside the tree and
+// writes nothing in it.
+func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
+	if err := checkMigrateOptions(&opt); err != nil {
+		return MigrateReport{}, err
+	}
+	log := zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger()
+	rep := MigrateReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun}
+	trees, err := walkRoots(opt.Paths)
+	if err != nil {
+		return rep, err
+	}
+	if !opt.DryRun {
+		locks, err := lockTrees(opt.Ops, trees)
+		if err != nil {
+			return rep, err
+		}
+		defer unlockAll(locks)
+	}
+	journals := map[string]*ledger.Journal{}
+	var jobs []job
+	var planned int64
+	for _, t := range trees {
+		rep.Trees = append(rep.Trees, t.Root)
+		rep.Skipped = append(rep.Skipped, t.Skipped...)
+		var j *ledger.Journal
+		if !opt.DryRun && len(t.Sessions) > 0 {
+			if j, err = ledger.OpenJournalWith(opt.Ops, t.Root); err != nil {
+				return rep, fmt.Errorf("open journal of %s: %w", t.Root, err)
+			}
+			journals[t.Root] = j
+		}
+		for _, s := range t.Sessions {
+			p := planSession(s, opt.Force)
+			jobs = append(jobs, job{session: s, plan: p, journal: j})
+			if p.action == PlanMigrate || p.action == PlanRefresh {
+				planned += s.Size
+			}
+		}
+	}
+	if opt.OnPlan != nil {
+		opt.OnPlan(len(jobs), planned)
+	}
+	env := Env{Clock: opt.Clock, Ops: opt.Ops, MaxSegmentBytes: opt.MaxSegmentBytes,
+		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: log}
+	rep.Sessions = runJobs(ctx, env, jobs, opt.Jobs, opt.CorrelationID, opt.Progress)
+	rep.Totals = totals(rep.Sessions)
+	if err := ctx.Err(); err != nil {
+		return rep, fmt.Errorf("migrate interrupted: %w", err)
+	}
+	return rep, nil
+}
+
+func checkMigrateOptions(opt *MigrateOptions) error {
+	switch {
+	case opt.MaxSegmentBytes == 0:
+		opt.MaxSegmentBytes = wire.MaxSegmentBytes
+	case opt.MaxSegmentBytes < 0 || opt.MaxSegmentBytes > wire.MaxSegmentBytes:
+		return Usagef("--max-segment-bytes %d: want 1 to %d (pi reads stores with a 64 MiB limit)", opt.MaxSegmentBytes, int64(wire.MaxSegmentBytes))
+	}
+	if opt.CorrelationID == "" {
+		opt.CorrelationID = ledger.NewCorrelationID()
+	} else if !ledger.ValidCorrelationID(opt.CorrelationID) {
+		return Usagef("--correlation-id %q: want 8 to 128 characters of A-Z a-z 0-9 . _ : -", opt.CorrelationID)
+	}
+	if opt.LockTimeout < 0 {
+		return Usagef("--lock-timeout %s: want a positive duration", opt.LockTimeout)
+	}
+	if opt.LockTimeout == 0 {
+		opt.LockTimeout = 30 * time.Second
+	}
+	if opt.Jobs < 0 {
+		return Usagef("--jobs %d: want a positive number", opt.Jobs)
+	}
+	return nil
+}
+
+// walkRoots discovers the trees under paths (the default tree when none).
+func walkRoots(paths []string) ([]discover.Tree, error) {
+	if len(paths) == 0 {
+		roots, err := discover.DefaultRoots()
+		if err != nil {
+			return nil, fmt.Errorf("default session tree: %w", err)
+		}
+		paths = roots
+	}
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err != nil {
+			return nil, fmt.Errorf("session tree %s: %w", p, err)
+		}
+	}
+	trees, err := discover.Walk(paths)
+	if err != nil {
+		return nil, fmt.Errorf("discover sessions: %w", err)
+	}
+	return trees, nil
+}
+
+// lockTrees takes every tree's lock, or none: a run never works on a tree
+// another run holds (exit 32, naming the holder).
+func lockTrees(ops durable.Ops, trees []discover.Tree) ([]*durable.Lock, error) {
+	var locks []*durable.Lock
+	for _, t := range trees {
+		if t.SymlinkAncestor != "" {
+			continue // nothing will be written there
+		}
+		if err := ops.MkdirPrivate(filepath.Join(t.Root, discover.PisessDir)); err != nil {
+			unlockAll(locks)
+			return nil, fmt.Errorf("create %s: %w", filepath.Join(t.Root, discover.PisessDir), err)
+		}
+		l, _, err := ops.TryLockTree(TreeLockPath(t.Root))
+		if err != nil {
+			unlockAll(locks)
+			var held *durable.TreeLockedError
+			if errors.As(err, &held) {
+				return nil, fmt.Errorf("%w: %s is held by %s", ErrTreeLocked, held.Path, held.Holder)
+			}
+			return nil, fmt.Errorf("lock tree %s: %w", t.Root, err)
+		}
+		locks = append(locks, l)
+	}
+	return locks, nil
+}
+
+func unlockAll(locks []*durable.Lock) {
+	for _, l := range locks {
+		_ = l.Unlock()
+	}
+}
+
+type job struct {
+	session discover.Session
+	plan    plan
+	journal *ledger.Journal
+}
+
+// runJobs runs the per-session pipeline on up to n sessions at once and
+// returns the results in the order of jobs.
+func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID string, progress func(int64)) []SessionResult {
+	if n <= 0 {
+		n = defaultJobs()
+	}
+	results := make([]SessionResult, len(jobs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < n; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				e := env
+				e.Journal = jobs[i].journal
+				results[i] = runSession(ctx, e, jobs[i].session, jobs[i].plan, correlationID)
+				if progress != nil {
+					progress(jobs[i].session.Size)
+				}
+			}
+		}()
+	}
+	for i := range jobs {
+		if ctx.Err() != nil {
+			results[i] = planned(jobs[i].session, jobs[i].plan)
+			results[i].Outcome, results[i].Error = OutcomeFailed, &ErrorInfo{Class: "canceled", Message: "not started: the run was interrupted"}
+			continue
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results
+}
+
+func totals(list []SessionResult) MigrateTotals {
+	var t MigrateTotals
+	t.Sessions = len(list)
+	for _, s := range list {
+		t.Entries += s.Entries
+		t.Bytes += s.Bytes
+		t.SourceBytes += s.SourceBytes
+		switch s.Outcome {
+		case OutcomeDone:
+			if s.Action == PlanRefresh || s.Displaced != "" {
+				t.Refreshed++
+			} else {
+				t.Migrated++
+			}
+		case OutcomeChecked:
+			t.Verified++
+		case OutcomeSkipped:
+			t.Skipped++
+		case OutcomeLeft:
+			t.NeedsRepair++
+		case OutcomeRefused:
+			t.Refused++
+		case OutcomeBusy:
+			t.Busy++
+		case OutcomeFailed:
+			t.Failed++
+		}
+	}
+	return t
+}
+
+// sortedResults orders results by path (runJobs keeps discovery order,
+// which is already by tree then path; this is for callers merging runs).
+func sortedResults(list []SessionResult) {
+	sort.SliceStable(list, func(a, b int) bool { return list[a].Path < list[b].Path })
+}
+
+var _ = readers.FormatJSONLv3

@@ -1,0 +1,401 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"pisess/ledger"
+	"pisess/readers"
+	"pisess/readers/discover"
+	"pisess/rollback"
+	"pisess/verify"
+	"pisess/writers"
+	"pisess/writers/durable"
+	"pisess/writers/wire"
+)
+
+func defaultJobs() int { return runtime.NumCPU() }
+
+// plan is what migrate intends for one session, and why.
+type plan struct {
+	action PlanAction
+	reason string
+	notes  []string
+	// class is the sidecar's status class when one exists.
+	class verify.Class
+}
+
+const sqliteNote = "pi's resume reads sidecars of JSONL sessions only: this sidecar is for pisess and future readers"
+
+// planSession decides a session's action from discovery and the
+// sidecar's fast status (manifest, index size, source state; no frames).
+func planSession(s discover.Session, force bool) plan {
+	var p plan
+	if s.Format == readers.FormatSQLitev1 {
+		p.notes = append(p.notes, sqliteNote)
+	}
+	switch {
+	case s.Refusal != nil:
+		p.action, p.reason = PlanRefuse, s.Refusal.Reason
+		return p
+	case s.Format == readers.FormatJSONLv3 && s.Version != 3:
+		p.action = PlanRefuse
+		v := fmt.Sprintf("header version %d", s.Version)
+		if s.Version == 0 {
+			v = "no header version (a version 1 file)"
+		}
+		p.reason = fmt.Sprintf("%s: the reference migrates version 3 only; `pisess upgrade %s` rewrites it as version 3", v, s.Path)
+		return p
+	case s.SidecarIsSymlink:
+		p.action, p.reason = PlanNeedsRepair, "the sidecar is a symlink: pi can never open it; fsck --repair quarantines it"
+		if force {
+			p.action, p.reason = PlanRefresh, "the sidecar is a symlink; rebuilt from the source (--force)"
+		}
+		return p
+	}
+	leftovers := len(s.Staging) + len(s.Backups)
+	if s.Sidecar == "" {
+		if leftovers > 0 && !force {
+			p.action = PlanNeedsRepair
+			p.reason = fmt.Sprintf("no sidecar, but %d leftover staging/backup director(ies) of an interrupted run: pisess fsck --repair restores or quarantines them (or --force)", leftovers)
+			return p
+		}
+		p.action, p.reason = PlanMigrate, "no sidecar"
+		return p
+	}
+	st, err := verify.StatusFast(s.Path)
+	if err != nil {
+		p.action, p.reason = PlanNeedsRepair, "status: "+err.Error()
+		if force {
+			p.action, p.reason = PlanRefresh, "status could not be read; rebuilt from the source (--force)"
+		}
+		return p
+	}
+	p.class = st.Class
+	first := ""
+	if len(st.Findings) > 0 {
+		first = ": " + st.Findings[0].Detail
+	}
+	switch st.Class {
+	case verify.ClassMigrated:
+		p.action, p.reason = PlanSkip, "the sidecar is fresh"
+		if force {
+			p.action, p.reason = PlanRefresh, "the sidecar is fresh; rebuilt anyway (--force)"
+		}
+	case verify.ClassStale:
+		p.action, p.reason = PlanRefresh, "the sidecar is stale (the session changed since it was built)"
+		if st.Freshness != nil && st.Freshness.Reason != "" {
+			p.reason = "the sidecar is stale: " + st.Freshness.Reason
+		}
+	case verify.ClassUnmigrated:
+		p.action, p.reason = PlanMigrate, "no sidecar"
+	default: // corrupt, partial
+		p.action, p.reason = PlanNeedsRepair, fmt.Sprintf("the sidecar is %s%s: pisess fsck --repair rebuilds it", st.Class, first)
+		if force {
+			p.action, p.reason = PlanRefresh, fmt.Sprintf("the sidecar is %s%s; rebuilt from the source (--force)", st.Class, first)
+		}
+	}
+	if leftovers > 0 && p.action != PlanRefresh && p.action != PlanMigrate {
+		p.notes = append(p.notes, fmt.Sprintf("%d leftover staging/backup director(ies): pisess fsck --repair", leftovers))
+	}
+	return p
+}
+
+// planned is the result of a session before anything is done.
+func planned(s discover.Session, p plan) SessionResult {
+	return SessionResult{Path: s.Path, SourceFormat: string(s.Format), Action: p.action, Reason: p.reason,
+		SourceBytes: s.Size, Notes: p.notes, Sidecar: discover.SidecarPath(s.Path)}
+}
+
+// runSession carries out one session's plan.
+func runSession(ctx context.Context, env Env, s discover.Session, p plan, correlationID string) SessionResult {
+	res := planned(s, p)
+	switch p.action {
+	case PlanSkip:
+		res.Outcome = OutcomeSkipped
+		return res
+	case PlanNeedsRepair:
+		res.Outcome = OutcomeLeft
+		return res
+	case PlanRefuse:
+		res.Outcome = OutcomeRefused
+		res.Error = refusedInfo(s.Refusal, p.reason)
+		return res
+	}
+	return build(ctx, env, s, res, correlationID)
+}
+
+// RebuildSidecar builds the sidecar of s from its source and installs it
+// (a refresh), through the same pipeline as migrate: session lock, staging,
+// verification, clean source state, cutover keeping the displaced store in
+// the quarantine, every phase in the journal. fsck --repair uses it for
+// stale and corrupt sidecars. A nil env.Journal is opened for s.Tree.
+func RebuildSidecar(ctx context.Context, env Env, s discover.Session, correlationID string, reason string) SessionResult {
+	res := planned(s, plan{action: PlanRefresh, reason: reason})
+	if s.Refusal != nil {
+		res.Outcome, res.Error = OutcomeRefused, refusedInfo(s.Refusal, s.Refusal.Reason)
+		return res
+	}
+	if env.Journal == nil && !env.DryRun {
+		j, err := ledger.OpenJournalWith(env.Ops, s.Tree)
+		if err != nil {
+			return fail(res, "operational", fmt.Errorf("open journal of %s: %w", s.Tree, err))
+		}
+		env.Journal = j
+	}
+	if env.MaxSegmentBytes == 0 {
+		env.MaxSegmentBytes = wire.MaxSegmentBytes
+	}
+	return build(ctx, env, s, res, correlationID)
+}
+
+func refusedInfo(r *readers.RefusedError, reason string) *ErrorInfo {
+	if r == nil {
+		return &ErrorInfo{Class: "refused", Message: reason}
+	}
+	return &ErrorInfo{Class: string(r.Class), Message: r.Error(), Line: r.Line}
+}
+
+func fail(res SessionResult, class string, err error) SessionResult {
+	res.Outcome = OutcomeFailed
+	res.Error = &ErrorInfo{Class: class, Message: err.Error()}
+	return res
+}
+
+// session is one run of the pipeline on one session.
+type session struct {
+	env         Env
+	s           discover.Session
+	correlation string
+	migrationID string
+	sidecar     string
+}
+
+func (x *session) event(phase wire.Phase, v wire.Verification, outcome wire.Outcome, class wire.ErrorClass) wire.MigrationEvent {
+	return wire.MigrationEvent{
+		MigrationID: x.migrationID, Phase: phase, At: wire.FormatTimestamp(x.env.now()),
+		SourcePath: x.s.Path, TargetPath: x.sidecar,
+		SourceFormat: wire.SourceFormat(x.s.Format), TargetFormat: wire.FormatNativeV2,
+		Verification: v, Outcome: outcome, ErrorClass: class, CorrelationID: x.correlation,
+	}
+}
+
+// journal appends an event to the tree journal (nothing in a dry run).
+func (x *session) journal(ev wire.MigrationEvent) error {
+	if x.env.DryRun || x.env.Journal == nil {
+		return nil
+	}
+	if err := x.env.Journal.Append(ledger.EventRecord(ev)); err != nil {
+		return fmt.Errorf("journal %s event: %w", ev.Phase, err)
+	}
+	return nil
+}
+
+// failed records the failure and returns the result.
+func (x *session) failed(res SessionResult, class wire.ErrorClass, v wire.Verification, err error) SessionResult {
+	outcome := wire.OutcomeFatalError
+	if class == wire.ErrorClassIOFailure {
+		outcome = wire.OutcomeRecoverableError
+	}
+	if jerr := x.journal(x.event(wire.PhaseFailed, v, outcome, class)); jerr != nil {
+		err = fmt.Errorf("%w (and %v)", err, jerr)
+	}
+	x.env.Log.Warn().Str("session", x.s.Path).Str("errorClass", string(class)).Err(err).Msg("session failed")
+	return fail(res, string(class), err)
+}
+
+// build is the per-session pipeline (issue 7, step 3).
+func build(ctx context.Context, env Env, s discover.Session, res SessionResult, correlationID string) SessionResult {
+	x := &session{env: env, s: s, correlation: correlationID, migrationID: uuid.NewString(), sidecar: discover.SidecarPath(s.Path)}
+	none := wire.Verification{}
+	if err := x.journal(x.event(wire.PhasePlanned, none, wire.OutcomeOK, "")); err != nil {
+		return fail(res, "operational", err)
+	}
+	if !env.DryRun {
+		lock, err := env.Ops.LockFile(ctx, s.Lock, env.LockTimeout)
+		if errors.Is(err, durable.ErrLockTimeout) {
+			res.Outcome = OutcomeBusy
+			res.Error = &ErrorInfo{Class: "busy", Message: fmt.Sprintf("%s stayed locked for %s: pi is writing the session; the next run will migrate it", s.Lock, env.LockTimeout)}
+			if jerr := x.journal(x.event(wire.PhaseFailed, none, wire.OutcomeRecoverableError, wire.ErrorClassIOFailure)); jerr != nil {
+				res.Error.Message += " (and " + jerr.Error() + ")"
+			}
+			return res
+		}
+		if err != nil {
+			return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("session lock: %w", err))
+		}
+		defer lock.Unlock()
+	}
+	fp, err := verify.Fingerprint(s.Path)
+	if err != nil {
+		return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("fingerprint %s: %w", s.Path, err))
+	}
+	stagingParent := filepath.Dir(x.sidecar)
+	if env.DryRun {
+		tmp, err := os.MkdirTemp("", "pisess-dry-run-")
+		if err != nil {
+			return fail(res, "operational", fmt.Errorf("dry run: %w", err))
+		}
+		defer os.RemoveAll(tmp)
+		stagingParent = tmp
+	}
+	staging := filepath.Join(stagingParent, filepath.Base(x.sidecar)+".staging."+strings.ReplaceAll(uuid.NewString(), "-", ""))
+	keep := false
+	defer func() {
+		if !keep {
+			// A staging directory is pisess's own partial output,
+			// invisible to pi by its name: nothing of the user's is in it.
+			_ = os.RemoveAll(staging)
+		}
+	}()
+
+	src, err := s.Open()
+	if err != nil {
+		return x.refusedOrFailed(res, err)
+	}
+	st, err := writers.Stage(ctx, src, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: env.Ops})
+	src.Close()
+	if err != nil {
+		return x.refusedOrFailed(res, err)
+	}
+	res.Entries, res.Bytes = st.Entries, st.Bytes
+	if err := x.journal(x.event(wire.PhaseStagingCopy, none, wire.OutcomeOK, "")); err != nil {
+		return fail(res, "operational", err)
+	}
+	uid, gid := -1, -1
+	if !env.DryRun {
+		if uid, gid, err = env.Ops.Owner(s.Path); err != nil {
+			return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("owner of %s: %w", s.Path, err))
+		}
+		if os.Geteuid() == 0 {
+			// A root-owned sidecar makes pi's open fail outright.
+			if err := env.Ops.ChownTree(staging, uid, gid); err != nil {
+				return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("give %s to uid %d: %w", staging, uid, err))
+			}
+		}
+	}
+
+	src, err = s.Open()
+	if err != nil {
+		return x.refusedOrFailed(res, err)
+	}
+	passed, vrep, err := verify.Verified(ctx, src, staging, s.Path, verify.Options{
+		SourceFormat: s.Format, MaxSegmentBytes: env.MaxSegmentBytes, Fingerprint: &fp,
+		Accept: &verify.AcceptOptions{OwnerUID: uid, OwnerGID: gid},
+	})
+	src.Close()
+	v := vrep.Verification
+	res.Verification = &VerificationInfo{EntryCountMatch: v.EntryCountMatch, HashChainMatch: v.HashChainMatch, IndexConsistent: v.IndexConsistent}
+	if err != nil {
+		if errors.Is(err, verify.ErrNotVerified) {
+			_ = x.journal(x.event(wire.PhaseIntegrityCheck, v, wire.OutcomeFatalError, wire.ErrorClassIntegrityMismatch))
+			return x.failed(res, wire.ErrorClassIntegrityMismatch, v, fmt.Errorf("%w: %s", err, firstFindings(vrep.Findings, 3)))
+		}
+		return x.refusedOrFailed(res, err)
+	}
+	if err := x.journal(x.event(wire.PhaseIntegrityCheck, v, wire.OutcomeOK, "")); err != nil {
+		return fail(res, "operational", err)
+	}
+	if env.DryRun {
+		res.Outcome = OutcomeChecked
+		return res
+	}
+
+	// The store's own ledger holds the events of its migration, written
+	// before it becomes visible (as the reference writes its completed
+	// event into the staging store): the rename publishes them all.
+	for _, ph := range []wire.Phase{wire.PhasePlanned, wire.PhaseStagingCopy, wire.PhaseIntegrityCheck, wire.PhaseCutoverCommit, wire.PhaseCompleted} {
+		ev := x.event(ph, v, wire.OutcomeOK, "")
+		if ph == wire.PhasePlanned || ph == wire.PhaseStagingCopy {
+			ev.Verification = none
+		}
+		if err := ledger.AppendStoreEventWith(env.Ops, staging, ev); err != nil {
+			return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("store ledger: %w", err))
+		}
+	}
+	state := wire.SourceState{State: wire.SourceClean, SourceFingerprint: ptr(passed.Fingerprint())}
+	if err := env.Ops.WriteFileInPlace(filepath.Join(staging, "source-state.json"), wire.AppendSourceState(nil, state), 0o600); err != nil {
+		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("source state: %w", err))
+	}
+	// The lock keeps pi out, but a writer that ignores it (the TypeScript
+	// pi takes none) may have changed the file: never install a sidecar
+	// that claims a fingerprint the source no longer has.
+	if now, err := verify.Fingerprint(s.Path); err != nil || !sameFingerprint(now, fp) {
+		if err == nil {
+			err = errors.New("the source changed after it was read; the next run will migrate it")
+		}
+		return x.failed(res, wire.ErrorClassAtomicityViolation, v, err)
+	}
+	cut, err := rollback.Cutover(ctx, passed, rollback.CutoverSpec{
+		SessionPath: s.Path, StagingDir: staging, SidecarDir: x.sidecar, Tree: s.Tree,
+		CorrelationID: x.correlation, RelPath: s.Rel, OwnerUID: uid, OwnerGID: gid,
+		Ops: env.Ops, Journal: env.Journal, Clock: env.Clock,
+	})
+	if err != nil {
+		if _, statErr := os.Lstat(staging); statErr != nil {
+			keep = true // renamed into place: nothing to clean
+		}
+		return x.failed(res, wire.ErrorClassAtomicityViolation, v, fmt.Errorf("cutover: %w", err))
+	}
+	keep = true
+	res.Displaced = cut.Displaced
+	if cut.Warning != "" {
+		res.Notes = append(res.Notes, cut.Warning)
+	}
+	if err := x.journal(x.event(wire.PhaseCompleted, v, wire.OutcomeOK, "")); err != nil {
+		res.Notes = append(res.Notes, "installed, but "+err.Error())
+	}
+	res.Outcome = OutcomeDone
+	return res
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func sameFingerprint(a, b wire.SourceFingerprint) bool {
+	if a.ByteLength != b.ByteLength || a.SHA256 != b.SHA256 {
+		return false
+	}
+	if (a.FileIdentity == nil) != (b.FileIdentity == nil) {
+		return false
+	}
+	return a.FileIdentity == nil || *a.FileIdentity == *b.FileIdentity
+}
+
+// refusedOrFailed turns a reader refusal into a refused result (recorded
+// as a failed event: the run cannot migrate the session) and anything else
+// into a failure.
+func (x *session) refusedOrFailed(res SessionResult, err error) SessionResult {
+	if r := readers.AsRefused(err); r != nil {
+		_ = x.journal(x.event(wire.PhaseFailed, wire.Verification{}, wire.OutcomeFatalError, wire.ErrorClassIntegrityMismatch))
+		res.Outcome = OutcomeRefused
+		res.Action = PlanRefuse
+		res.Reason = r.Reason
+		res.Error = refusedInfo(r, r.Reason)
+		return res
+	}
+	if errors.Is(err, context.Canceled) {
+		return x.failed(res, wire.ErrorClassIOFailure, wire.Verification{}, err)
+	}
+	var corrupt interface{ Unwrap() error }
+	_ = corrupt
+	return x.failed(res, wire.ErrorClassIOFailure, wire.Verification{}, err)
+}
+
+func firstFindings(list []verify.Finding, n int) string {
+	var parts []string
+	for i, f := range list {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("and %d more", len(list)-n))
+			break
+		}
+		parts = append(parts, f.String())
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,251 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+
+	"pisess/ledger"
+	"pisess/readers"
+	"pisess/readers/discover"
+	"pisess/verify"
+	"pisess/writers/wire"
+)
+
+// StatusOptions configure Status.
+type StatusOptions struct {
+	// Paths are session files or trees; none means discover.DefaultRoots.
+	Paths []string
+}
+
+// StatusEntry is one session's line of `pisess status`.
+type StatusEntry struct {
+	Path         string `json:"path"`
+	SourceFormat string `json:"sourceFormat"`
+	Version      int    `json:"version"`
+	// Entries is the sidecar manifest's entriesTotal; for a session
+	// without a usable manifest, the source's entry lines (JSONL) when
+	// they were counted. HasEntries says whether it is known.
+	Entries    uint64       `json:"entries"`
+	HasEntries bool         `json:"entriesKnown"`
+	Size       int64        `json:"size"` // the session file's bytes
+	Class      verify.Class `json:"class"`
+	// Reason is the first finding behind a class other than migrated and
+	// unmigrated.
+	Reason string `json:"reason,omitempty"`
+	// Name is the session's name from its last session_info entry.
+	Name *string `json:"name"`
+	// LastMigration is the correlation id of the last run that completed
+	// a migration of the session (the tree journal), "" when none.
+	LastMigration string `json:"lastMigration,omitempty"`
+	// Error says why the session could not be classified.
+	Error string `json:"error,omitempty"`
+}
+
+// StatusReport is every session's status, in tree order.
+type StatusReport struct {
+	Sessions []StatusEntry        `json:"sessions"`
+	Totals   map[verify.Class]int `json:"totals"`
+}
+
+// Tally: status is informational; whatever it finds, it has run cleanly.
+func (StatusReport) Tally() Tally { return Tally{} }
+
+// Status lists the status of every session under opt.Paths, one entry
+// each: path, source format and version, entries, size, the reference's
+// status class (verify.StatusFast: manifests, index sizes, source state and
+// fingerprints, never frame bodies; the source is hashed only when the fast
+// identity check cannot decide, as pi does), the session's name and the
+// last migration run. It never writes and never locks.
+//
+// The name and, for a session without a sidecar, the entry count come
+// from one pass over the JSONL source that parses only session_info lines
+// (a SQLite session's name is not read). An error means the trees could
+// not be walked; a session that cannot be classified has its Error set.
+func Status(ctx context.Context, opt StatusOptions) (StatusReport, error) {
+	roots := opt.Paths
+	if len(roots) == 0 {
+		var err error
+		if roots, err = discover.DefaultRoots(); err != nil {
+			return StatusReport{}, err
+		}
+	}
+	trees, err := discover.Walk(roots)
+	if err != nil {
+		return StatusReport{}, fmt.Errorf("status: %w", err)
+	}
+	rep := StatusReport{Sessions: []StatusEntry{}, Totals: map[verify.Class]int{}}
+	for _, t := range trees {
+		last := lastMigrations(t.Root)
+		for _, s := range t.Sessions {
+			if err := ctx.Err(); err != nil {
+				return rep, err
+			}
+			e := statusOf(s)
+			e.LastMigration = last[filepath.Clean(s.Path)]
+			rep.Sessions = append(rep.Sessions, e)
+			rep.Totals[e.Class]++
+		}
+	}
+	return rep, nil
+}
+
+// statusOf is one session's entry.
+func statusOf(s discover.Session) StatusEntry {
+	e := StatusEntry{Path: s.Path, SourceFormat: string(s.Format), Version: s.Version, Size: s.Size}
+	if s.Refusal != nil && s.Refusal.Class != discover.ClassSymlinkAncestor {
+		// A symlinked session file, or a .sqlite shadowed by its .jsonl:
+		// pisess reads neither, so it has no status beyond that.
+		e.Class = verify.ClassUnmigrated
+		if s.Sidecar != "" {
+			e.Class = verify.ClassCorrupt
+		}
+		e.Reason = s.Refusal.Reason
+		return e
+	}
+	st, err := verify.StatusFast(s.Path)
+	if err != nil {
+		e.Class, e.Error = verify.ClassCorrupt, err.Error()
+		return e
+	}
+	e.Class = st.Class
+	if st.Version != 0 {
+		e.Version = st.Version
+	}
+	if st.Class != verify.ClassMigrated && st.Class != verify.ClassUnmigrated && len(st.Findings) > 0 {
+		f := st.Findings[0]
+		e.Reason = f.Code + ": " + f.Detail
+	}
+	if st.Entries > 0 || st.Class == verify.ClassMigrated || st.Class == verify.ClassStale {
+		e.Entries, e.HasEntries = st.Entries, true
+	}
+	if s.Format == readers.FormatJSONLv3 {
+		name, lines, err := scanJSONL(s.Path)
+		if err == nil {
+			e.Name = name
+			if !e.HasEntries {
+				e.Entries, e.HasEntries = lines, true
+			}
+		}
+	}
+	if st.Name != nil {
+		e.Name = st.Name
+	}
+	return e
+}
+
+// scanJSONL passes once over a JSONL session: the name of its last
+// session_info entry (parsing only lines that mention session_info) and
+// the number of entry lines (lines after the header that are not blank).
+func scanJSONL(path string) (*string, uint64, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s: not a regular file", path)
+	}
+	r := bufio.NewReaderSize(f, 256<<10)
+	var (
+		name  *string
+		lines uint64
+		first = true
+		line  []byte
+	)
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line[:0], chunk...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			chunk, err = r.ReadSlice('\n')
+			line = append(line, chunk...)
+		}
+		if len(line) > 0 {
+			switch {
+			case first:
+				first = false
+			case len(bytes.TrimSpace(line)) > 0:
+				lines++
+				if bytes.Contains(line, []byte(`session_info`)) {
+					if n, ok := sessionInfoName(line); ok {
+						name = n
+					}
+				}
+			}
+		}
+		if err == io.EOF {
+			return name, lines, nil
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+}
+
+// sessionInfoName returns the name of a session_info entry line: ok with
+// a nil name when the entry clears it.
+func sessionInfoName(line []byte) (*string, bool) {
+	v, err := wire.ParseJSON(bytes.TrimSpace(line), nil)
+	if err != nil || v.Kind != wire.KindObject {
+		return nil, false
+	}
+	if t, ok := v.Get("type"); !ok || t.Kind != wire.KindString || t.Str != "session_info" {
+		return nil, false
+	}
+	n, ok := v.Get("name")
+	if !ok || n.Kind != wire.KindString {
+		return nil, true
+	}
+	s := n.Str
+	return &s, true
+}
+
+// lastMigrations maps each session path of a tree to the correlation id
+// of the last run that completed its migration, reading the journal once
+// (ledger.LastMigration per session would read it once per session).
+func lastMigrations(tree string) map[string]string {
+	out := map[string]string{}
+	j, err := ledger.OpenJournal(tree)
+	if err != nil {
+		return out
+	}
+	_, _ = j.Scan(func(r ledger.Record) error {
+		if ev := r.Event; ev != nil && ev.Phase == wire.PhaseCompleted && ev.Outcome == wire.OutcomeOK {
+			out[filepath.Clean(ev.SourcePath)] = ev.CorrelationID
+		}
+		return nil
+	})
+	return out
+}
+
+// statusClasses lists the classes in the order reports show them.
+var statusClasses = []verify.Class{verify.ClassMigrated, verify.ClassStale, verify.ClassUnmigrated,
+	verify.ClassPartial, verify.ClassCorrupt}
+
+// ClassOrder returns the classes of totals in the order reports show
+// them: the five in a fixed order, then any other sorted.
+func ClassOrder(totals map[verify.Class]int) []verify.Class {
+	var out []verify.Class
+	known := map[verify.Class]bool{}
+	for _, c := range statusClasses {
+		known[c] = true
+		if totals[c] > 0 {
+			out = append(out, c)
+		}
+	}
+	var rest []verify.Class
+	for c := range totals {
+		if !known[c] {
+			rest = append(rest, c)
+		}
+	}
+	sort.Slice(rest, func(i, j int) bool { return rest[i] < rest[j] })
+	return append(out, rest...)
+}

@@ -1,0 +1,83 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fixedClock is the clock the reference vectors were written with.
+const fixedClock = "2026-01-01T00:00:00.000Z"
+
+// result is what one in-process run of pisess produced.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// pisess runs Main in-process with args (without the program name).
+func pisess(tb testing.TB, args ...string) result {
+	tb.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), append([]string{"pisess"}, args...), &out, &errb)
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// jsonObject decodes stdout as exactly one JSON object.
+func (r result) jsonObject(tb testing.TB) map[string]any {
+	tb.Helper()
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		tb.Fatalf("stdout is not a JSON object: %v\nstdout: %q\nstderr: %s", err, r.stdout, r.stderr)
+	}
+	if dec.More() {
+		tb.Fatalf("stdout holds more than one JSON value: %q", r.stdout)
+	}
+	return obj
+}
+
+func (r result) String() string {
+	return "exit " + itoa(r.code) + "\nstdout:\n" + r.stdout + "\nstderr:\n" + r.stderr
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// vectorsDir is shared/vectors beside the repository; tests that need it
+// skip when it is absent.
+func vectorsDir(tb testing.TB) string {
+	tb.Helper()
+	d, err := filepath.Abs("../../shared/vectors")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := os.Stat(d); err != nil {
+		tb.Skipf("shared vectors not found at %s", d)
+	}
+	return d
+}
+
+// exampleSession is the bundled copy of vectors/accept/tricky.
+const exampleSession = "../fixtures/example/sessions/--home-u-proj--/2026-01-05T10-00-00-000Z_3f2b8c1e-9a4d-4e6f-8b2a-1c5d7e9f0a1b.jsonl"
+
+// refusedSession is the bundled real-pi session with a custom_message entry.
+const refusedSession = "../fixtures/example/sessions/--home-dev-projects-demo--/2026-11-21T22-04-12-987Z_01a20023-733b-73a5-aff4-aebbd7d1fdba.jsonl"
+
+// buildStore builds the example session into a fresh store and returns its
+// path.
+func buildStore(tb testing.TB) string {
+	tb.Helper()
+	tb.Setenv(EnvClock, fixedClock)
+	dir := filepath.Join(tb.TempDir(), "session.v2")
+	if r := pisess(tb, "build", exampleSession, dir); r.code != ExitClean {
+		tb.Fatalf("build: %s", r)
+	}
+	return dir
+}

@@ -1,0 +1,118 @@
+package commands
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"pisess/commands/engine"
+)
+
+func migrateCommand(r *run) *cli.Command {
+	return command(&cli.Command{
+		Name:      "migrate",
+		Usage:     "migrate session trees to V2 sidecars (plan, stage, verify, cut over)",
+		ArgsUsage: "[PATH...]",
+		Description: `Migrates every session under PATH (a session file or a directory tree; with
+none, $PI_SESSIONS_DIR, else $PI_CODING_AGENT_DIR/sessions, else
+~/.pi/agent/sessions) to a Session Store V2 sidecar <stem>.v2 beside it.
+
+Each session gets one action: migrate (no sidecar), refresh (the sidecar is
+stale: pi wrote the session since — the everyday job of a cron run), skip
+(fresh; --force rebuilds it), needs_repair (corrupt or partial sidecar, or
+leftovers of an interrupted run: left for pisess fsck --repair; --force
+rebuilds from the source instead) or refuse (the reference cannot migrate it:
+file, line and reason are printed).
+
+Per session, under the session lock <file>.lock: the store is built in
+<stem>.v2.staging.<uuid>, sealed, verified against the source (entry ids,
+hash chain, index, manifest, invariants, acceptance rules, source fingerprint
+unchanged), given a clean source-state.json, and renamed into <stem>.v2. A
+displaced sidecar is kept in <tree>/.pisess/quarantine/<correlation id>/.
+Every phase is a migration_event.v1 record carrying the run's correlation id
+in <tree>/.pisess/journal.jsonl; pisess rollback <correlation id> undoes the
+run. --dry-run builds and verifies in a temporary directory outside the tree
+and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
+		Flags: []cli.Flag{
+			jsonFlag(),
+			&cli.BoolFlag{Name: "dry-run", Usage: "plan, build and verify outside the tree; write nothing in it"},
+			&cli.IntFlag{Name: "jobs", Value: 0, Usage: "sessions migrated in parallel (0: number of CPUs)"},
+			&cli.StringFlag{Name: "correlation-id", Usage: "the run's correlation id (8-128 of A-Z a-z 0-9 . _ : -); default: a new UUID, printed"},
+			&cli.BoolFlag{Name: "force", Usage: "rebuild fresh sidecars too, and corrupt or partial ones from the source"},
+			&cli.Int64Flag{Name: "max-segment-bytes", Value: 64 << 20, Usage: "segment rollover size, at most 64 MiB (the most pi reads)"},
+			&cli.DurationFlag{Name: "lock-timeout", Value: engine.DefaultLockTimeout, Usage: "how long to wait for a session lock before reporting the session busy"},
+		},
+		Action: func(c *cli.Context) error {
+			clock, err := ClockFromEnv()
+			if err != nil {
+				return err
+			}
+			var bar Progress = NewBytesProgress(r.stderr, -1, "migrating")
+			rep, err := engine.Migrate(r.log.WithContext(c.Context), engine.MigrateOptions{
+				Paths:           c.Args().Slice(),
+				DryRun:          c.Bool("dry-run"),
+				Jobs:            c.Int("jobs"),
+				CorrelationID:   c.String("correlation-id"),
+				Force:           c.Bool("force"),
+				MaxSegmentBytes: c.Int64("max-segment-bytes"),
+				LockTimeout:     c.Duration("lock-timeout"),
+				Clock:           clock,
+				OnPlan: func(_ int, bytes int64) {
+					bar = NewBytesProgress(r.stderr, bytes, "migrating")
+				},
+				Progress: func(n int64) { bar.Add(int(n)) },
+			})
+			bar.Finish()
+			if rep.CorrelationID != "" {
+				r.report, r.value = rep, rep
+				r.text = func(w io.Writer) { renderMigrate(w, rep) }
+			}
+			return err
+		},
+	}, exitStatusHelp(
+		"0   every planned session was migrated or refreshed (or nothing to do)",
+		"4   some sessions failed, were refused, were busy, or need fsck --repair",
+		"8   pisess could not run (bad tree, no permission, interrupted)",
+		"16  usage error (bad flag, --max-segment-bytes over 64 MiB, bad correlation id)",
+		"32  the tree is locked by another pisess run (the holder is named)",
+	))
+}
+
+func renderMigrate(w io.Writer, rep engine.MigrateReport) {
+	mode := "migrate"
+	if rep.DryRun {
+		mode = "migrate --dry-run (nothing written in the tree)"
+	}
+	fmt.Fprintf(w, "%s: correlation id %s\n", mode, rep.CorrelationID)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "OUTCOME\tACTION\tENTRIES\tBYTES\tSESSION\tREASON")
+	for _, s := range rep.Sessions {
+		reason := s.Reason
+		if s.Error != nil && s.Error.Message != reason {
+			reason = s.Error.Message
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", s.Outcome, s.Action, s.Entries, s.Bytes, s.Path, reason)
+		for _, n := range s.Notes {
+			fmt.Fprintf(tw, "\t\t\t\t\tnote: %s\n", n)
+		}
+	}
+	tw.Flush()
+	t := rep.Totals
+	parts := []string{fmt.Sprintf("%d session(s)", t.Sessions)}
+	for _, kv := range []struct {
+		n    int
+		name string
+	}{{t.Migrated, "migrated"}, {t.Refreshed, "refreshed"}, {t.Verified, "verified (dry run)"}, {t.Skipped, "skipped"},
+		{t.NeedsRepair, "need repair"}, {t.Refused, "refused"}, {t.Busy, "busy"}, {t.Failed, "failed"}} {
+		if kv.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", kv.n, kv.name))
+		}
+	}
+	fmt.Fprintf(w, "%s; %d entries, %d bytes of frames built\n", strings.Join(parts, ", "), t.Entries, t.Bytes)
+	if t.Migrated+t.Refreshed > 0 && !rep.DryRun {
+		fmt.Fprintf(w, "undo this run with: pisess rollback %s\n", rep.CorrelationID)
+	}
+}

@@ -1,0 +1,100 @@
+package commands
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"pisess/commands/engine"
+)
+
+func rollbackCommand(r *run) *cli.Command {
+	return command(&cli.Command{
+		Name:      "rollback",
+		Usage:     "undo a migrate or upgrade run by its correlation id, or roll a store back to a checkpoint",
+		ArgsUsage: "CORRELATION_ID | --to-checkpoint N STORE",
+		Description: `pisess rollback [--dry-run] [--json] [--tree PATH] CORRELATION_ID
+   Reads the tree journal (<tree>/.pisess/journal.jsonl) for every session the
+   run CORRELATION_ID cut over or upgraded, and undoes each under its session
+   lock: the sidecar it installed moves into <tree>/.pisess/quarantine/<id>/
+   (never deleted); a sidecar it displaced is put back; an upgraded source is
+   restored byte for byte — unless pi appended to it since, in which case the
+   session is left as it is and reported (nothing is lost). Each step is a
+   rollback event with the same correlation id in the journal. Killed and run
+   again, it finishes; run once more, it changes nothing.
+
+pisess rollback [--dry-run] [--json] --to-checkpoint N STORE
+   Rolls the V2 store STORE back to its checkpoint N as the reference does
+   (intent document, truncation, later segments and newer checkpoints set
+   aside as .bak, manifest rewritten, rollback event), under the store's
+   store.mutation.lock. A sidecar is also marked dirty, so pi reads its source.`,
+		Flags: []cli.Flag{
+			jsonFlag(),
+			&cli.BoolFlag{Name: "dry-run", Usage: "say what would be done; change nothing"},
+			&cli.StringSliceFlag{Name: "tree", Usage: "the session tree whose journal to read (repeatable; default: the default tree)"},
+			&cli.Uint64Flag{Name: "to-checkpoint", Usage: "roll STORE back to checkpoint `N`"},
+			&cli.DurationFlag{Name: "lock-timeout", Value: engine.DefaultLockTimeout, Usage: "how long to wait for a session or store lock"},
+		},
+		Action: func(c *cli.Context) error {
+			clock, err := ClockFromEnv()
+			if err != nil {
+				return err
+			}
+			opt := engine.RollbackOptions{DryRun: c.Bool("dry-run"), Trees: c.StringSlice("tree"),
+				LockTimeout: c.Duration("lock-timeout"), Clock: clock}
+			var a []string
+			if n := c.Uint64("to-checkpoint"); n > 0 {
+				if a, err = args(c, "STORE"); err != nil {
+					return err
+				}
+				opt.Checkpoint, opt.Store = n, a[0]
+			} else {
+				if a, err = args(c, "CORRELATION_ID"); err != nil {
+					return err
+				}
+				opt.CorrelationID = a[0]
+			}
+			rep, err := engine.Rollback(r.log.WithContext(c.Context), opt)
+			if err != nil {
+				return err
+			}
+			r.report, r.value = rep, rep
+			r.text = func(w io.Writer) { renderRollback(w, rep) }
+			return nil
+		},
+	}, exitStatusHelp(
+		"0   everything was rolled back (or was already)",
+		"4   some sessions were left as they are (changed since, busy, failed), or the correlation id is unknown",
+		"8   pisess could not run",
+		"16  usage error (a malformed correlation id, a missing argument)",
+		"32  the tree is locked by another pisess run",
+	))
+}
+
+func renderRollback(w io.Writer, rep engine.RollbackReport) {
+	if c := rep.Checkpoint; c != nil {
+		fmt.Fprintf(w, "rolled %s back to checkpoint %d: %d entries kept, %d cut\n", c.Store, c.Checkpoint.CheckpointSeq, c.Retained, c.Dropped)
+		for _, s := range c.SetAside {
+			fmt.Fprintf(w, "  set aside %s\n", s)
+		}
+		if c.MarkedDirty {
+			fmt.Fprintf(w, "  source-state.json marked dirty: pi reads the source\n")
+		}
+		return
+	}
+	if rep.Unknown != "" {
+		fmt.Fprintf(w, "rollback: %s\n", rep.Unknown)
+		return
+	}
+	fmt.Fprintf(w, "rollback %s%s\n", rep.CorrelationID, map[bool]string{true: " (dry run)", false: ""}[rep.DryRun])
+	for _, s := range rep.Sessions {
+		fmt.Fprintf(w, "  %-20s %s\n", s.Action, s.Session)
+		if s.Detail != "" {
+			fmt.Fprintf(w, "  %-20s %s\n", "", s.Detail)
+		}
+		if s.Error != "" {
+			fmt.Fprintf(w, "  %-20s error: %s\n", "", s.Error)
+		}
+	}
+}

@@ -1,0 +1,314 @@
+package ledger
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"pisess/writers/durable"
+	"pisess/writers/wire"
+)
+
+// Names inside a tree.
+const (
+	// PisessDir is the tree's own directory.
+	PisessDir = ".pisess"
+	// JournalName is the journal's file name inside PisessDir.
+	JournalName = "journal.jsonl"
+)
+
+// JournalPath returns <tree>/.pisess/journal.jsonl.
+func JournalPath(tree string) string { return filepath.Join(tree, PisessDir, JournalName) }
+
+// Record is one journal line: exactly one of Event and Note is set.
+type Record struct {
+	Line  int64 // 1-based line number; 0 for a record not read from a journal
+	Event *wire.MigrationEvent
+	Note  *Note
+}
+
+// EventRecord and NoteRecord build records to append.
+func EventRecord(ev wire.MigrationEvent) Record { return Record{Event: &ev} }
+func NoteRecord(n Note) Record                  { return Record{Note: &n} }
+
+// CorrelationID is the record's correlation id.
+func (r Record) CorrelationID() string {
+	switch {
+	case r.Event != nil:
+		return r.Event.CorrelationID
+	case r.Note != nil:
+		return r.Note.CorrelationID
+	}
+	return ""
+}
+
+// Session is the session file the record concerns: an event's sourcePath
+// or a note's session.
+func (r Record) Session() string {
+	switch {
+	case r.Event != nil:
+		return r.Event.SourcePath
+	case r.Note != nil:
+		return r.Note.Session
+	}
+	return ""
+}
+
+// encode checks r and returns its line.
+func (r Record) encode() ([]byte, error) {
+	switch {
+	case r.Event != nil && r.Note != nil:
+		return nil, errors.New("journal record: both an event and a note")
+	case r.Event != nil:
+		if err := wire.CheckMigrationEvent(*r.Event); err != nil {
+			return nil, fmt.Errorf("journal record: %w", err)
+		}
+		return wire.AppendMigrationEvent(nil, *r.Event), nil
+	case r.Note != nil:
+		if err := CheckNote(*r.Note); err != nil {
+			return nil, err
+		}
+		return AppendNote(nil, *r.Note), nil
+	}
+	return nil, errors.New("journal record: neither an event nor a note")
+}
+
+// BadLine is a journal line that does not parse; the journal reads on.
+type BadLine struct {
+	Line   int64
+	Detail string
+}
+
+// Journal is a tree's journal, <tree>/.pisess/journal.jsonl.
+type Journal struct {
+	tree string
+	path string
+	ops  durable.Ops
+	mu   sync.Mutex
+}
+
+// OpenJournal returns the journal of tree, an existing directory, using
+// durable.OS. Nothing is created until the first Append, so that read-only
+// commands (status, verify, fsck without --repair) leave no trace.
+func OpenJournal(tree string) (*Journal, error) { return OpenJournalWith(durable.OS, tree) }
+
+// OpenJournalWith is OpenJournal with the given file operations.
+func OpenJournalWith(ops durable.Ops, tree string) (*Journal, error) {
+	fi, err := os.Lstat(tree)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("open journal: %s is not a directory", tree)
+	}
+	return &Journal{tree: tree, path: JournalPath(tree), ops: ops}, nil
+}
+
+// Path is the journal file's path.
+func (j *Journal) Path() string { return j.path }
+
+// Tree is the journal's tree.
+func (j *Journal) Tree() string { return j.tree }
+
+// Append writes rec as one whole line and fsyncs it. .pisess/ is created
+// 0700 and the journal 0600 when missing; when pisess runs as root they are
+// given to the owner of the tree, as everything pisess creates in a tree
+// is. A torn last line left by a killed run is first terminated, so the new
+// record is whole and the fragment stays, reported as a BadLine.
+func (j *Journal) Append(rec Record) error {
+	line, err := rec.encode()
+	if err != nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	dir := filepath.Dir(j.path)
+	uid, gid, err := j.ops.Owner(j.tree)
+	if err != nil {
+		return fmt.Errorf("journal append: %w", err)
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := j.ops.MkdirPrivate(dir); err != nil {
+			return fmt.Errorf("journal append: %w", err)
+		}
+		if err := j.ops.ChownIfRoot(dir, uid, gid); err != nil {
+			return fmt.Errorf("journal append: %w", err)
+		}
+	}
+	torn, exists, err := j.tornTail()
+	if err != nil {
+		return fmt.Errorf("journal append: %w", err)
+	}
+	if torn {
+		if err := j.ops.AppendLine(j.path, []byte{'\n'}); err != nil {
+			return fmt.Errorf("journal append: terminate torn line: %w", err)
+		}
+	}
+	if err := j.ops.AppendLine(j.path, line); err != nil {
+		return fmt.Errorf("journal append: %w", err)
+	}
+	if !exists {
+		if err := j.ops.ChownIfRoot(j.path, uid, gid); err != nil {
+			return fmt.Errorf("journal append: %w", err)
+		}
+	}
+	return nil
+}
+
+// tornTail reports whether the journal exists and its last byte is not a
+// newline.
+func (j *Journal) tornTail() (torn, exists bool, err error) {
+	f, err := openRegular(j.ops, j.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, true, err
+	}
+	if fi.Size() == 0 {
+		return false, true, nil
+	}
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], fi.Size()-1); err != nil {
+		return false, true, err
+	}
+	return b[0] != '\n', true, nil
+}
+
+// Scan reads the whole journal in order, calling fn for every record; it
+// streams, so memory does not grow with the journal. Lines that do not
+// parse are returned as BadLines (a torn last line among them); blank
+// lines are skipped. A missing journal is empty. An error from fn stops the
+// scan and is returned.
+func (j *Journal) Scan(fn func(Record) error) ([]BadLine, error) {
+	f, err := openRegular(j.ops, j.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	var bad []BadLine
+	var lineNo int64
+	for {
+		line, err := readLine(r, wire.MaxFrameBytes)
+		if len(line) == 0 && err == io.EOF {
+			return bad, nil
+		}
+		lineNo++
+		if err != nil && err != io.EOF {
+			if errors.Is(err, errLineTooLong) {
+				bad = append(bad, BadLine{Line: lineNo, Detail: err.Error()})
+				continue
+			}
+			return bad, fmt.Errorf("read journal %s: %w", j.path, err)
+		}
+		rec, detail := parseRecord(line)
+		if detail != "" {
+			bad = append(bad, BadLine{Line: lineNo, Detail: detail})
+			continue
+		}
+		if rec == nil {
+			continue // blank
+		}
+		rec.Line = lineNo
+		if err := fn(*rec); err != nil {
+			return bad, err
+		}
+	}
+}
+
+// parseRecord parses one journal line; nil and "" for a blank line.
+func parseRecord(line []byte) (*Record, string) {
+	if line[len(line)-1] != '\n' {
+		return nil, "torn last line (no newline): a write was cut off"
+	}
+	if !utf8.Valid(line) {
+		return nil, "not UTF-8"
+	}
+	if strings.TrimSpace(string(line)) == "" {
+		return nil, ""
+	}
+	line = trimCR(line)
+	v, err := wire.ParseJSON(line[:len(line)-1], nil)
+	if err != nil {
+		return nil, err.Error()
+	}
+	schema, _ := v.Get("schema")
+	switch schema.Str {
+	case wire.SchemaMigrationEvent:
+		ev, err := wire.ParseMigrationEvent(line)
+		if err != nil {
+			return nil, err.Error()
+		}
+		return &Record{Event: &ev}, ""
+	case SchemaNote:
+		n, err := ParseNote(line)
+		if err != nil {
+			return nil, err.Error()
+		}
+		return &Record{Note: &n}, ""
+	}
+	return nil, fmt.Sprintf("unknown schema %q", schema.Str)
+}
+
+// Records returns the records of one run, in journal order; with
+// correlationID "" every record. Bad lines are skipped (Scan reports them).
+func (j *Journal) Records(correlationID string) ([]Record, error) {
+	var out []Record
+	_, err := j.Scan(func(r Record) error {
+		if correlationID == "" || r.CorrelationID() == correlationID {
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// CorrelationIDs returns the correlation ids in the journal, in the order
+// of their first record.
+func (j *Journal) CorrelationIDs() ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	_, err := j.Scan(func(r Record) error {
+		if id := r.CorrelationID(); !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// LastMigration returns the correlation id of the last run that completed
+// a migration of sessionPath (a completed event with outcome ok), for
+// status. ok is false when there is none or the journal cannot be read:
+// status reports what it can.
+func (j *Journal) LastMigration(sessionPath string) (correlationID string, ok bool) {
+	want := filepath.Clean(sessionPath)
+	_, err := j.Scan(func(r Record) error {
+		if ev := r.Event; ev != nil && ev.Phase == wire.PhaseCompleted && ev.Outcome == wire.OutcomeOK &&
+			filepath.Clean(ev.SourcePath) == want {
+			correlationID, ok = ev.CorrelationID, true
+		}
+		return nil
+	})
+	if err != nil {
+		return "", false
+	}
+	return correlationID, ok
+}

@@ -1,0 +1,599 @@
+package discover
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"pisess/readers"
+	"pisess/writers/durable"
+)
+
+// Classes of the refusals only discovery can decide (a symlinked session
+// file is readers.ClassSymlink); the readers report every other class when
+// the session is opened.
+const (
+	// ClassSymlinkAncestor: a directory above the session is a symlink.
+	ClassSymlinkAncestor readers.Class = "symlink_ancestor"
+	// ClassSidecarConflict: foo.sqlite and foo.jsonl both claim foo.v2.
+	ClassSidecarConflict readers.Class = "sidecar_conflict"
+)
+
+// Refusal reasons, worded once so that reports and tests agree.
+const (
+	ReasonSymlink         = "session file is a symlink; pi locks and migrates its target, pisess follows no symlink"
+	ReasonSymlinkAncestor = "pi opens sidecars with no symlink in any path component"
+)
+
+// Extensions of session files (FORMAT.md §1, §10).
+const (
+	ExtJSONL  = ".jsonl"
+	ExtSQLite = ".sqlite"
+)
+
+// Sibling name parts (FORMAT.md §1).
+const (
+	SidecarSuffix = ".v2"
+	stagingInfix  = ".v2.staging."
+	backupInfix   = ".v2.backup."
+	// PisessDir is the tree's own directory: journal, lock, quarantine.
+	PisessDir = ".pisess"
+)
+
+// Tree is one session tree: the directory whose .pisess/ holds the journal,
+// the tree lock and the quarantine of the sessions below it.
+type Tree struct {
+	// Root is the tree directory, absolute and clean.
+	Root string
+	// SymlinkAncestor is the first symlinked component of Root's path
+	// (Root itself included), "" when there is none. Every session of such
+	// a tree is refused: pi could never open its sidecar.
+	SymlinkAncestor string
+	// Sessions are sorted by Path.
+	Sessions []Session
+	// Leftovers are staging, backup and sidecar directories whose session
+	// file no longer exists, sorted by Path.
+	Leftovers []Leftover
+	// Skipped are the entries discovery did not take as sessions and did
+	// not ignore silently, with the reason, sorted by Path.
+	Skipped []Skipped
+}
+
+// Session is one session file and what lies beside it.
+type Session struct {
+	Path string // absolute path of the session file
+	Tree string // the tree's Root
+	Rel  string // Path relative to Tree
+	// Format is the source format by extension and header: jsonl_v3 for
+	// every JSONL session (Version tells which header version it has),
+	// sqlite_v1 for SQLite.
+	Format  readers.SourceFormat
+	Version int   // the header's version; 0 when unknown or absent
+	Size    int64 // the file's size (of the link itself for a symlink)
+	// Sidecar is the path of <stem>.v2 when something by that name exists
+	// (a directory, or anything else, which verify then reports).
+	Sidecar          string
+	SidecarIsSymlink bool
+	// Staging and Backups are the <stem>.v2.staging.* and <stem>.v2.backup.*
+	// siblings, sorted.
+	Staging []string
+	Backups []string
+	// Lock is the session lock file <path>.lock (it may not exist yet).
+	Lock string
+	// Refusal is set when pisess must not migrate the session; nil when
+	// discovery found no reason (the reader may still refuse it).
+	Refusal *readers.RefusedError
+}
+
+// SidecarPath returns <dir>/<stem>.v2 for a session file path: the file
+// name without its last extension, plus ".v2" (FORMAT.md §1).
+func SidecarPath(sessionPath string) string {
+	dir, name := filepath.Split(sessionPath)
+	return filepath.Join(dir, stem(name)+SidecarSuffix)
+}
+
+// LockPath returns the session lock file, <session path>.lock.
+func LockPath(sessionPath string) string { return sessionPath + ".lock" }
+
+// LeftoverKind says what a leftover directory is.
+type LeftoverKind string
+
+const (
+	LeftoverStaging LeftoverKind = "staging"
+	LeftoverBackup  LeftoverKind = "backup"
+	LeftoverSidecar LeftoverKind = "sidecar"
+)
+
+// Leftover is a staging, backup or sidecar directory whose session file no
+// longer exists.
+type Leftover struct {
+	Path      string
+	Kind      LeftoverKind
+	Stem      string // the stem of the session it belonged to
+	IsSymlink bool
+}
+
+// SkipKind says why an entry was skipped.
+type SkipKind string
+
+const (
+	// SkipNotSession: a .jsonl whose first line is not a session header, or
+	// a .sqlite that is not a pi session database.
+	SkipNotSession SkipKind = "not_a_session"
+	// SkipSymlinkDir: a symlinked directory, not entered.
+	SkipSymlinkDir SkipKind = "symlinked_directory"
+	// SkipSpecial: a session-named entry that is not a regular file.
+	SkipSpecial SkipKind = "special_file"
+	// SkipNestedTree: a directory below the root holding its own .pisess/;
+	// its sessions belong to the tree being walked.
+	SkipNestedTree SkipKind = "nested_tree"
+	// SkipUnreadable: a directory that could not be listed.
+	SkipUnreadable SkipKind = "unreadable"
+)
+
+// Skipped is an entry discovery reports but does not take as a session.
+type Skipped struct {
+	Path   string
+	Kind   SkipKind
+	Reason string
+}
+
+// DefaultRoots returns the default session tree: $PI_SESSIONS_DIR, else
+// $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions (FORMAT.md §1).
+// An empty variable counts as unset.
+func DefaultRoots() ([]string, error) {
+	if d := os.Getenv("PI_SESSIONS_DIR"); d != "" {
+		return []string{d}, nil
+	}
+	if d := os.Getenv("PI_CODING_AGENT_DIR"); d != "" {
+		return []string{filepath.Join(d, "sessions")}, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, fmt.Errorf("default session tree: %w", err)
+	}
+	return []string{filepath.Join(home, ".pi", "agent", "sessions")}, nil
+}
+
+// Walk lists the sessions under roots, each a session file or a directory
+// tree. The tree of a session under a directory root is that root (the
+// nearest one, when roots nest); the tree of a file root is the nearest
+// directory above it holding .pisess/, else the parent of its directory
+// when that directory has pi's cwd shape "--…--", else its directory.
+// Trees are returned sorted by Root, each session once.
+//
+// A root that does not exist or cannot be listed is an error; a directory
+// below a root that cannot be listed is reported in Skipped.
+func Walk(roots []string) ([]Tree, error) {
+	type root struct {
+		abs  string
+		info fs.FileInfo
+	}
+	var rs []root
+	dirRoots := map[string]bool{}
+	for _, r := range roots {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, fmt.Errorf("walk %s: %w", r, err)
+		}
+		fi, err := os.Lstat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("walk: %w", err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			// Only to tell a directory from a file: the tree is then
+			// listed but every session in it is refused.
+			if st, err := os.Stat(abs); err == nil && st.IsDir() {
+				fi = st
+				dirRoots[abs] = true
+			}
+		} else if fi.IsDir() {
+			dirRoots[abs] = true
+		}
+		rs = append(rs, root{abs, fi})
+	}
+
+	w := walker{trees: map[string]*Tree{}, dirRoots: dirRoots, seen: map[string]bool{}}
+	for _, r := range rs {
+		if !dirRoots[r.abs] || w.trees[r.abs] != nil {
+			continue
+		}
+		t, err := w.tree(r.abs)
+		if err != nil {
+			return nil, err
+		}
+		if err := w.walkDir(t, r.abs, true); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range rs {
+		if dirRoots[r.abs] {
+			continue
+		}
+		treeDir := w.enclosingRoot(r.abs)
+		if treeDir == "" {
+			treeDir = TreeOfFile(r.abs)
+		}
+		t, err := w.tree(treeDir)
+		if err != nil {
+			return nil, err
+		}
+		if err := w.addFile(t, r.abs); err != nil {
+			return nil, err
+		}
+	}
+
+	out := make([]Tree, 0, len(w.trees))
+	for _, t := range w.trees {
+		sort.Slice(t.Sessions, func(i, j int) bool { return t.Sessions[i].Path < t.Sessions[j].Path })
+		sort.Slice(t.Leftovers, func(i, j int) bool { return t.Leftovers[i].Path < t.Leftovers[j].Path })
+		sort.Slice(t.Skipped, func(i, j int) bool { return t.Skipped[i].Path < t.Skipped[j].Path })
+		out = append(out, *t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Root < out[j].Root })
+	return out, nil
+}
+
+// TreeOfFile returns the tree of a session file given alone: the nearest
+// directory above it that holds .pisess/, else the parent of its directory
+// when that directory is named like pi's cwd directories ("--…--"), else
+// its directory. path must be absolute and clean.
+func TreeOfFile(path string) string {
+	dir := filepath.Dir(path)
+	for d := dir; ; {
+		if fi, err := os.Lstat(filepath.Join(d, PisessDir)); err == nil && fi.IsDir() {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	if base := filepath.Base(dir); len(base) >= 4 && strings.HasPrefix(base, "--") && strings.HasSuffix(base, "--") {
+		return filepath.Dir(dir)
+	}
+	return dir
+}
+
+type walker struct {
+	trees    map[string]*Tree
+	dirRoots map[string]bool
+	seen     map[string]bool // session paths already listed
+}
+
+// tree returns the Tree for dir, creating it (and checking its ancestors
+// for symlinks) on first use.
+func (w *walker) tree(dir string) (*Tree, error) {
+	if t := w.trees[dir]; t != nil {
+		return t, nil
+	}
+	t := &Tree{Root: dir}
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		t.SymlinkAncestor = dir
+	} else if link, ok, err := durable.OS.HasSymlinkAncestor(dir); err != nil {
+		return nil, fmt.Errorf("walk %s: %w", dir, err)
+	} else if ok {
+		t.SymlinkAncestor = link
+	}
+	w.trees[dir] = t
+	return t, nil
+}
+
+// enclosingRoot returns the nearest directory root that contains path, or
+// "".
+func (w *walker) enclosingRoot(path string) string {
+	for d := filepath.Dir(path); ; {
+		if w.dirRoots[d] {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
+}
+
+// walkDir lists dir (a directory of tree t) and everything below it that
+// is not another root's.
+func (w *walker) walkDir(t *Tree, dir string, isRoot bool) error {
+	l, err := listDir(dir)
+	if err != nil {
+		if isRoot {
+			return fmt.Errorf("walk: %w", err)
+		}
+		t.Skipped = append(t.Skipped, Skipped{Path: dir, Kind: SkipUnreadable, Reason: err.Error()})
+		return nil
+	}
+	if l.hasPisess && !isRoot {
+		t.Skipped = append(t.Skipped, Skipped{Path: dir, Kind: SkipNestedTree,
+			Reason: "holds its own .pisess/; its sessions are listed under " + t.Root})
+	}
+	t.Skipped = append(t.Skipped, l.skipped...)
+	for _, stem := range l.stems() {
+		w.addStem(t, l, stem)
+	}
+	t.Leftovers = append(t.Leftovers, l.leftovers()...)
+	for _, sub := range l.subdirs {
+		if w.dirRoots[sub] {
+			continue // walked as a tree of its own
+		}
+		if err := w.walkDir(t, sub, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addFile adds the session file path, given as a root, to tree t.
+func (w *walker) addFile(t *Tree, path string) error {
+	l, err := listDir(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("walk: %w", err)
+	}
+	name := filepath.Base(path)
+	ext := filepath.Ext(name)
+	if ext != ExtJSONL && ext != ExtSQLite {
+		return fmt.Errorf("walk %s: not a session file (want %s or %s)", path, ExtJSONL, ExtSQLite)
+	}
+	for _, s := range l.skipped {
+		if s.Path == path {
+			t.Skipped = append(t.Skipped, s)
+			return nil
+		}
+	}
+	st := stem(name)
+	c := l.candidates[st]
+	for _, cand := range c {
+		if cand.path == path {
+			w.addCandidate(t, l, st, cand)
+		}
+	}
+	return nil
+}
+
+// addStem adds the sessions of one stem in listing l.
+func (w *walker) addStem(t *Tree, l *listing, st string) {
+	for _, cand := range l.candidates[st] {
+		w.addCandidate(t, l, st, cand)
+	}
+}
+
+func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate) {
+	if w.seen[c.path] {
+		return
+	}
+	s := Session{
+		Path:    c.path,
+		Tree:    t.Root,
+		Format:  formatOf(c.path),
+		Size:    c.size,
+		Lock:    LockPath(c.path),
+		Staging: l.staging[st],
+		Backups: l.backups[st],
+	}
+	if rel, err := filepath.Rel(t.Root, c.path); err == nil {
+		s.Rel = rel
+	}
+	if sc, ok := l.sidecars[st]; ok {
+		s.Sidecar, s.SidecarIsSymlink = sc.path, sc.symlink
+	}
+	if c.symlink {
+		// Never sniffed: that would read through the link.
+		s.Refusal = &readers.RefusedError{Path: c.path, Class: readers.ClassSymlink, Reason: ReasonSymlink}
+	} else {
+		ok, version, reason := sniff(c.path, s.Format)
+		if !ok {
+			t.Skipped = append(t.Skipped, Skipped{Path: c.path, Kind: SkipNotSession, Reason: reason})
+			return
+		}
+		s.Version = version
+		switch {
+		case t.SymlinkAncestor != "":
+			s.Refusal = &readers.RefusedError{Path: c.path, Class: ClassSymlinkAncestor,
+				Reason: ReasonSymlinkAncestor + " (" + t.SymlinkAncestor + " is a symlink)"}
+		case s.Format == readers.FormatSQLitev1:
+			if twin, ok := jsonlTwin(l, st); ok {
+				s.Refusal = &readers.RefusedError{Path: c.path, Class: ClassSidecarConflict,
+					Reason: fmt.Sprintf("both %s and %s would claim %s", filepath.Base(c.path),
+						filepath.Base(twin), st+SidecarSuffix)}
+			}
+		}
+	}
+	w.seen[c.path] = true
+	t.Sessions = append(t.Sessions, s)
+}
+
+// jsonlTwin returns the .jsonl session of the same stem, if there is one:
+// a symlinked one counts (pi would follow it; pisess refuses it, and both
+// are better left for a person to sort out), a .jsonl that is not a session
+// does not.
+func jsonlTwin(l *listing, st string) (string, bool) {
+	for _, c := range l.candidates[st] {
+		if formatOf(c.path) != readers.FormatJSONLv3 {
+			continue
+		}
+		if c.symlink {
+			return c.path, true
+		}
+		if ok, _, _ := sniff(c.path, readers.FormatJSONLv3); ok {
+			return c.path, true
+		}
+	}
+	return "", false
+}
+
+func formatOf(path string) readers.SourceFormat {
+	if filepath.Ext(path) == ExtSQLite {
+		return readers.FormatSQLitev1
+	}
+	return readers.FormatJSONLv3
+}
+
+// stem is a file name without its last extension.
+func stem(name string) string {
+	if ext := filepath.Ext(name); ext != "" && ext != name {
+		return name[:len(name)-len(ext)]
+	}
+	return name
+}
+
+type candidate struct {
+	path    string
+	size    int64
+	symlink bool
+}
+
+type sibling struct {
+	path    string
+	symlink bool
+}
+
+// listing is one directory's entries, grouped by the stem they concern.
+type listing struct {
+	candidates map[string][]candidate // session files (.jsonl before .sqlite)
+	sidecars   map[string]sibling
+	staging    map[string][]string
+	backups    map[string][]string
+	subdirs    []string
+	skipped    []Skipped
+	hasPisess  bool
+}
+
+func (l *listing) stems() []string {
+	out := make([]string, 0, len(l.candidates))
+	for s := range l.candidates {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// leftovers are the sibling directories of stems without a session file.
+func (l *listing) leftovers() []Leftover {
+	var out []Leftover
+	for st, paths := range l.staging {
+		if len(l.candidates[st]) == 0 {
+			for _, p := range paths {
+				out = append(out, Leftover{Path: p, Kind: LeftoverStaging, Stem: st, IsSymlink: isSymlink(p)})
+			}
+		}
+	}
+	for st, paths := range l.backups {
+		if len(l.candidates[st]) == 0 {
+			for _, p := range paths {
+				out = append(out, Leftover{Path: p, Kind: LeftoverBackup, Stem: st, IsSymlink: isSymlink(p)})
+			}
+		}
+	}
+	for st, sc := range l.sidecars {
+		if len(l.candidates[st]) == 0 {
+			out = append(out, Leftover{Path: sc.path, Kind: LeftoverSidecar, Stem: st, IsSymlink: sc.symlink})
+		}
+	}
+	return out
+}
+
+func isSymlink(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
+}
+
+// ignoredSuffixes are files that belong to a session but are not one:
+// lock files and SQLite's side files.
+var ignoredSuffixes = []string{".lock", "-wal", "-shm", "-journal"}
+
+// listDir reads dir (without following symlinks in its entries) and sorts
+// its entries into a listing.
+func listDir(dir string) (*listing, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &listing{
+		candidates: map[string][]candidate{},
+		sidecars:   map[string]sibling{},
+		staging:    map[string][]string{},
+		backups:    map[string][]string{},
+	}
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(dir, name)
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // gone since the listing
+		}
+		if err != nil {
+			l.skipped = append(l.skipped, Skipped{Path: path, Kind: SkipUnreadable, Reason: err.Error()})
+			continue
+		}
+		mode := fi.Mode()
+		link := mode&fs.ModeSymlink != 0
+		switch {
+		case name == PisessDir:
+			if mode.IsDir() {
+				l.hasPisess = true
+			}
+			continue
+		case strings.HasSuffix(name, SidecarSuffix) && len(name) > len(SidecarSuffix):
+			st := strings.TrimSuffix(name, SidecarSuffix)
+			l.sidecars[st] = sibling{path: path, symlink: link}
+			continue
+		case strings.Contains(name, stagingInfix):
+			st := name[:strings.LastIndex(name, stagingInfix)]
+			l.staging[st] = append(l.staging[st], path)
+			continue
+		case strings.Contains(name, backupInfix):
+			st := name[:strings.LastIndex(name, backupInfix)]
+			l.backups[st] = append(l.backups[st], path)
+			continue
+		}
+		if hasIgnoredSuffix(name) && !mode.IsDir() {
+			continue
+		}
+		ext := filepath.Ext(name)
+		isSession := (ext == ExtJSONL || ext == ExtSQLite) && ext != name
+		switch {
+		case mode.IsDir():
+			l.subdirs = append(l.subdirs, path)
+		case link && isSession:
+			l.candidates[stem(name)] = append(l.candidates[stem(name)], candidate{path: path, size: fi.Size(), symlink: true})
+		case link:
+			// Only to report it: a symlinked directory is not entered.
+			if st, err := os.Stat(path); err == nil && st.IsDir() {
+				l.skipped = append(l.skipped, Skipped{Path: path, Kind: SkipSymlinkDir,
+					Reason: "symlinked directory not entered: pisess follows no symlink"})
+			}
+		case isSession && mode.IsRegular():
+			l.candidates[stem(name)] = append(l.candidates[stem(name)], candidate{path: path, size: fi.Size()})
+		case isSession:
+			l.skipped = append(l.skipped, Skipped{Path: path, Kind: SkipSpecial,
+				Reason: "not a regular file (" + mode.Type().String() + ")"})
+		}
+	}
+	for st := range l.candidates {
+		c := l.candidates[st]
+		// .jsonl first, so that its sqlite twin is the one refused.
+		sort.Slice(c, func(i, j int) bool { return filepath.Ext(c[i].path) < filepath.Ext(c[j].path) })
+	}
+	for _, m := range []map[string][]string{l.staging, l.backups} {
+		for st := range m {
+			sort.Strings(m[st])
+		}
+	}
+	return l, nil
+}
+
+func hasIgnoredSuffix(name string) bool {
+	for _, s := range ignoredSuffixes {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
+}

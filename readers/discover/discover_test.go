@@ -1,0 +1,378 @@
+package discover
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"pisess/readers"
+)
+
+const header = `{"type":"session","version":3,"id":"3f2b8c1e-9a4d-4e6f-8b2a-1c5d7e9f0a1b","timestamp":"2026-01-05T10:00:00.000Z","cwd":"/home/u/proj"}` + "\n"
+const entry = `{"type":"label","id":"a1b2c3d4","timestamp":"2026-01-05T10:00:01.000Z","targetId":"a1b2c3d4","label":"x"}` + "\n"
+
+func write(tb testing.TB, path, content string) {
+	tb.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func mkdir(tb testing.TB, path string) {
+	tb.Helper()
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func symlink(tb testing.TB, target, path string) {
+	tb.Helper()
+	if err := os.Symlink(target, path); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func walkOne(tb testing.TB, roots ...string) Tree {
+	tb.Helper()
+	trees, err := Walk(roots)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(trees) != 1 {
+		tb.Fatalf("%d trees, want 1: %+v", len(trees), trees)
+	}
+	return trees[0]
+}
+
+func sessionsByRel(t Tree) map[string]Session {
+	m := map[string]Session{}
+	for _, s := range t.Sessions {
+		m[s.Rel] = s
+	}
+	return m
+}
+
+func skippedByBase(t Tree) map[string]Skipped {
+	m := map[string]Skipped{}
+	for _, s := range t.Skipped {
+		m[filepath.Base(s.Path)] = s
+	}
+	return m
+}
+
+// sqliteFile is enough of a database for discovery, which reads the magic.
+const sqliteFile = "SQLite format 3\x00" + "\x10\x00\x01\x01"
+
+func TestWalkTree(t *testing.T) {
+	root := t.TempDir()
+	cwd := filepath.Join(root, "--home-u-proj--")
+	a := filepath.Join(cwd, "2026-01-05T10-00-00_3f2b8c1e.jsonl")
+	write(t, a, header+entry)
+	mkdir(t, filepath.Join(cwd, "2026-01-05T10-00-00_3f2b8c1e.v2", "segments"))
+	mkdir(t, filepath.Join(cwd, "2026-01-05T10-00-00_3f2b8c1e.v2.staging.0123456789abcdef0123456789abcdef"))
+	mkdir(t, filepath.Join(cwd, "2026-01-05T10-00-00_3f2b8c1e.v2.backup.fedcba9876543210fedcba9876543210"))
+	write(t, a+".lock", "")
+	// Named by neither pi's shape: found by extension and header.
+	write(t, filepath.Join(cwd, "whatever.jsonl"), header)
+	write(t, filepath.Join(cwd, "notes.jsonl"), `{"hello":"world"}`+"\n")
+	write(t, filepath.Join(cwd, "empty.jsonl"), "")
+	write(t, filepath.Join(cwd, "badheader.jsonl"), `{"type":"session","version":3}`+"\n")
+	write(t, filepath.Join(cwd, "future.jsonl"), `{"type":"session","version":9,"id":"x","timestamp":"t","cwd":"/"}`+"\n")
+	write(t, filepath.Join(cwd, "README.md"), "hi")
+	// SQLite: one alone, one whose stem also has a .jsonl.
+	write(t, filepath.Join(cwd, "db.sqlite"), sqliteFile)
+	write(t, filepath.Join(cwd, "db.sqlite-wal"), "")
+	write(t, filepath.Join(cwd, "db.sqlite-shm"), "")
+	write(t, filepath.Join(cwd, "db.sqlite.lock"), "")
+	write(t, filepath.Join(cwd, "twin.sqlite"), sqliteFile)
+	write(t, filepath.Join(cwd, "twin.jsonl"), header)
+	write(t, filepath.Join(cwd, "fake.sqlite"), header)
+	// Symlinks: a session file, a directory.
+	other := t.TempDir()
+	write(t, filepath.Join(other, "target.jsonl"), header)
+	symlink(t, filepath.Join(other, "target.jsonl"), filepath.Join(cwd, "link.jsonl"))
+	symlink(t, other, filepath.Join(root, "--linked--"))
+	// Leftovers of sessions that are gone.
+	mkdir(t, filepath.Join(cwd, "gone.v2.staging.00000000000000000000000000000000"))
+	mkdir(t, filepath.Join(cwd, "gone.v2.backup.11111111111111111111111111111111"))
+	mkdir(t, filepath.Join(cwd, "orphan.v2"))
+	// pisess's own directory and a special file.
+	mkdir(t, filepath.Join(root, PisessDir, "quarantine", "x"))
+	write(t, filepath.Join(root, PisessDir, "quarantine", "x", "old.jsonl"), header)
+	if err := syscall.Mkfifo(filepath.Join(cwd, "pipe.jsonl"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	tree := walkOne(t, root)
+	if tree.Root != root || tree.SymlinkAncestor != "" {
+		t.Fatalf("tree %s (symlink %q)", tree.Root, tree.SymlinkAncestor)
+	}
+	got := sessionsByRel(tree)
+	var rels []string
+	for _, s := range tree.Sessions {
+		rels = append(rels, s.Rel)
+	}
+	wantRels := []string{
+		"--home-u-proj--/2026-01-05T10-00-00_3f2b8c1e.jsonl",
+		"--home-u-proj--/badheader.jsonl",
+		"--home-u-proj--/db.sqlite",
+		"--home-u-proj--/future.jsonl",
+		"--home-u-proj--/link.jsonl",
+		"--home-u-proj--/twin.jsonl",
+		"--home-u-proj--/twin.sqlite",
+		"--home-u-proj--/whatever.jsonl",
+	}
+	if strings.Join(rels, "\n") != strings.Join(wantRels, "\n") {
+		t.Fatalf("sessions:\n%s\nwant:\n%s", strings.Join(rels, "\n"), strings.Join(wantRels, "\n"))
+	}
+
+	s := got["--home-u-proj--/2026-01-05T10-00-00_3f2b8c1e.jsonl"]
+	if s.Path != a || s.Tree != root || s.Format != readers.FormatJSONLv3 || s.Version != 3 ||
+		s.Size != int64(len(header+entry)) || s.Lock != a+".lock" || s.Refusal != nil {
+		t.Errorf("session a: %+v", s)
+	}
+	if s.Sidecar != filepath.Join(cwd, "2026-01-05T10-00-00_3f2b8c1e.v2") || s.SidecarIsSymlink {
+		t.Errorf("sidecar %q symlink %v", s.Sidecar, s.SidecarIsSymlink)
+	}
+	if len(s.Staging) != 1 || !strings.HasSuffix(s.Staging[0], ".v2.staging.0123456789abcdef0123456789abcdef") ||
+		len(s.Backups) != 1 || !strings.HasSuffix(s.Backups[0], ".v2.backup.fedcba9876543210fedcba9876543210") {
+		t.Errorf("siblings %v %v", s.Staging, s.Backups)
+	}
+	if s := got["--home-u-proj--/whatever.jsonl"]; s.Sidecar != "" || s.Refusal != nil {
+		t.Errorf("whatever: %+v", s)
+	}
+	if s := got["--home-u-proj--/badheader.jsonl"]; s.Refusal != nil {
+		t.Errorf("a session with a bad header is the reader's to refuse: %+v", s.Refusal)
+	}
+	if s := got["--home-u-proj--/future.jsonl"]; s.Version != 9 {
+		t.Errorf("future version %d", s.Version)
+	}
+	if s := got["--home-u-proj--/db.sqlite"]; s.Format != readers.FormatSQLitev1 || s.Refusal != nil {
+		t.Errorf("db.sqlite: %+v", s)
+	}
+	if s := got["--home-u-proj--/twin.sqlite"]; s.Refusal == nil || s.Refusal.Class != ClassSidecarConflict ||
+		s.Refusal.Reason != "both twin.sqlite and twin.jsonl would claim twin.v2" {
+		t.Errorf("twin.sqlite: %+v", s.Refusal)
+	}
+	if s := got["--home-u-proj--/twin.jsonl"]; s.Refusal != nil {
+		t.Errorf("twin.jsonl refused: %v", s.Refusal)
+	}
+	if s := got["--home-u-proj--/link.jsonl"]; s.Refusal == nil || s.Refusal.Class != readers.ClassSymlink || s.Refusal.Reason != ReasonSymlink {
+		t.Errorf("link.jsonl: %+v", s.Refusal)
+	}
+
+	skipped := skippedByBase(tree)
+	for name, kind := range map[string]SkipKind{
+		"notes.jsonl": SkipNotSession, "empty.jsonl": SkipNotSession, "fake.sqlite": SkipNotSession,
+		"--linked--": SkipSymlinkDir, "pipe.jsonl": SkipSpecial,
+	} {
+		if skipped[name].Kind != kind {
+			t.Errorf("%s skipped as %q, want %q", name, skipped[name].Kind, kind)
+		}
+	}
+	if len(tree.Skipped) != 5 {
+		t.Errorf("skipped: %+v", tree.Skipped)
+	}
+
+	var left []string
+	for _, l := range tree.Leftovers {
+		left = append(left, string(l.Kind)+" "+l.Stem+" "+filepath.Base(l.Path))
+	}
+	wantLeft := []string{
+		"backup gone gone.v2.backup.11111111111111111111111111111111",
+		"staging gone gone.v2.staging.00000000000000000000000000000000",
+		"sidecar orphan orphan.v2",
+	}
+	if strings.Join(left, "\n") != strings.Join(wantLeft, "\n") {
+		t.Errorf("leftovers:\n%s\nwant:\n%s", strings.Join(left, "\n"), strings.Join(wantLeft, "\n"))
+	}
+
+	// Deterministic.
+	again := walkOne(t, root)
+	if len(again.Sessions) != len(tree.Sessions) {
+		t.Fatal("second walk differs")
+	}
+	for i := range again.Sessions {
+		if again.Sessions[i].Path != tree.Sessions[i].Path {
+			t.Fatal("second walk differs in order")
+		}
+	}
+}
+
+func TestWalkSymlinkedSidecar(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "s.jsonl"), header)
+	real := filepath.Join(t.TempDir(), "real.v2")
+	mkdir(t, real)
+	symlink(t, real, filepath.Join(root, "s.v2"))
+	s := walkOne(t, root).Sessions[0]
+	if s.Sidecar != filepath.Join(root, "s.v2") || !s.SidecarIsSymlink {
+		t.Fatalf("sidecar %q symlink %v", s.Sidecar, s.SidecarIsSymlink)
+	}
+}
+
+func TestWalkUnderSymlinkedAncestor(t *testing.T) {
+	base := t.TempDir()
+	realTree := filepath.Join(base, "real", "sessions")
+	write(t, filepath.Join(realTree, "--p--", "a.jsonl"), header)
+	symlink(t, filepath.Join(base, "real"), filepath.Join(base, "pi"))
+
+	for _, root := range []string{
+		filepath.Join(base, "pi", "sessions"), // an ancestor is a symlink
+		filepath.Join(base, "pi"),             // the root itself is one
+	} {
+		tree := walkOne(t, root)
+		if tree.SymlinkAncestor != filepath.Join(base, "pi") {
+			t.Errorf("%s: SymlinkAncestor %q", root, tree.SymlinkAncestor)
+		}
+		if len(tree.Sessions) != 1 {
+			t.Fatalf("%s: sessions %+v", root, tree.Sessions)
+		}
+		r := tree.Sessions[0].Refusal
+		if r == nil || r.Class != ClassSymlinkAncestor || !strings.HasPrefix(r.Reason, ReasonSymlinkAncestor) {
+			t.Errorf("%s: refusal %+v", root, r)
+		}
+	}
+	// A file root under the symlink is refused the same way.
+	tree := walkOne(t, filepath.Join(base, "pi", "sessions", "--p--", "a.jsonl"))
+	if r := tree.Sessions[0].Refusal; r == nil || r.Class != ClassSymlinkAncestor {
+		t.Errorf("file root: %+v", r)
+	}
+}
+
+func TestWalkFileRoots(t *testing.T) {
+	t.Run("cwd directory shape", func(t *testing.T) {
+		root := t.TempDir()
+		p := filepath.Join(root, "--home-u-p--", "a.jsonl")
+		write(t, p, header)
+		mkdir(t, filepath.Join(root, "--home-u-p--", "a.v2"))
+		tree := walkOne(t, p)
+		if tree.Root != root {
+			t.Fatalf("tree %s, want %s", tree.Root, root)
+		}
+		s := tree.Sessions[0]
+		if s.Rel != "--home-u-p--/a.jsonl" || s.Sidecar == "" {
+			t.Fatalf("session %+v", s)
+		}
+	})
+	t.Run("nearest .pisess", func(t *testing.T) {
+		root := t.TempDir()
+		mkdir(t, filepath.Join(root, PisessDir))
+		p := filepath.Join(root, "x", "y", "a.jsonl")
+		write(t, p, header)
+		if tree := walkOne(t, p); tree.Root != root || tree.Sessions[0].Rel != "x/y/a.jsonl" {
+			t.Fatalf("tree %s rel %s", tree.Root, tree.Sessions[0].Rel)
+		}
+	})
+	t.Run("plain directory", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "plain")
+		p := filepath.Join(dir, "a.jsonl")
+		write(t, p, header)
+		if tree := walkOne(t, p); tree.Root != dir {
+			t.Fatalf("tree %s", tree.Root)
+		}
+	})
+	t.Run("inside a directory root", func(t *testing.T) {
+		root := t.TempDir()
+		p := filepath.Join(root, "deep", "a.jsonl")
+		write(t, p, header)
+		tree := walkOne(t, root, p)
+		if tree.Root != root || len(tree.Sessions) != 1 {
+			t.Fatalf("tree %s sessions %d", tree.Root, len(tree.Sessions))
+		}
+	})
+	t.Run("symlinked session file", func(t *testing.T) {
+		root := t.TempDir()
+		write(t, filepath.Join(root, "real.jsonl"), header)
+		symlink(t, filepath.Join(root, "real.jsonl"), filepath.Join(root, "l.jsonl"))
+		tree := walkOne(t, filepath.Join(root, "l.jsonl"))
+		if r := tree.Sessions[0].Refusal; r == nil || r.Class != readers.ClassSymlink {
+			t.Fatalf("refusal %+v", r)
+		}
+	})
+	t.Run("not a session file", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "a.txt")
+		write(t, p, header)
+		if _, err := Walk([]string{p}); err == nil {
+			t.Fatal("a .txt root was accepted")
+		}
+	})
+	t.Run("missing root", func(t *testing.T) {
+		if _, err := Walk([]string{filepath.Join(t.TempDir(), "nope")}); err == nil {
+			t.Fatal("a missing root was accepted")
+		}
+	})
+}
+
+func TestWalkNestedTrees(t *testing.T) {
+	root := t.TempDir()
+	sub := filepath.Join(root, "sub")
+	write(t, filepath.Join(root, "a.jsonl"), header)
+	write(t, filepath.Join(sub, "b.jsonl"), header)
+	mkdir(t, filepath.Join(root, "other", PisessDir))
+	write(t, filepath.Join(root, "other", "c.jsonl"), header)
+
+	trees, err := Walk([]string{root, sub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trees) != 2 || trees[0].Root != root || trees[1].Root != sub {
+		t.Fatalf("trees %+v", trees)
+	}
+	if len(trees[0].Sessions) != 2 || len(trees[1].Sessions) != 1 || trees[1].Sessions[0].Rel != "b.jsonl" {
+		t.Fatalf("sessions: %+v / %+v", trees[0].Sessions, trees[1].Sessions)
+	}
+	// A directory below the root with its own .pisess/ is reported; its
+	// sessions belong to the tree walked.
+	if sk := skippedByBase(trees[0])["other"]; sk.Kind != SkipNestedTree {
+		t.Errorf("nested tree not reported: %+v", trees[0].Skipped)
+	}
+	// The same roots in another order give the same answer, each session once.
+	again, _ := Walk([]string{sub, root, filepath.Join(sub, "b.jsonl")})
+	if len(again) != 2 || len(again[0].Sessions)+len(again[1].Sessions) != 3 {
+		t.Fatalf("reordered roots: %+v", again)
+	}
+}
+
+func TestDefaultRoots(t *testing.T) {
+	t.Setenv("PI_SESSIONS_DIR", "/s")
+	t.Setenv("PI_CODING_AGENT_DIR", "/agent")
+	t.Setenv("HOME", "/home/u")
+	check := func(want string) {
+		t.Helper()
+		got, err := DefaultRoots()
+		if err != nil || len(got) != 1 || got[0] != want {
+			t.Fatalf("DefaultRoots = %v, %v; want %s", got, err, want)
+		}
+	}
+	check("/s")
+	t.Setenv("PI_SESSIONS_DIR", "")
+	check("/agent/sessions")
+	t.Setenv("PI_CODING_AGENT_DIR", "")
+	check("/home/u/.pi/agent/sessions")
+
+	root := t.TempDir()
+	write(t, filepath.Join(root, "--p--", "a.jsonl"), header)
+	t.Setenv("PI_SESSIONS_DIR", root)
+	roots, _ := DefaultRoots()
+	if tree := walkOne(t, roots...); len(tree.Sessions) != 1 {
+		t.Fatalf("default root walk: %+v", tree)
+	}
+}
+
+func TestSidecarPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/t/d/2026_ab.jsonl": "/t/d/2026_ab.v2",
+		"/t/d/x.y.sqlite":    "/t/d/x.y.v2",
+		"/t/d/.hidden.jsonl": "/t/d/.hidden.v2",
+	} {
+		if got := SidecarPath(in); got != want {
+			t.Errorf("SidecarPath(%s) = %s, want %s", in, got, want)
+		}
+	}
+}

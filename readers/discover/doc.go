@@ -1,0 +1,14 @@
+// Package discover walks session trees (FORMAT.md §1): it finds every pi
+// session, JSONL or SQLite, by extension and header (never by the shape of
+// its name), pairs each with its <stem>.v2 sidecar, the staging and backup
+// siblings an interrupted run may have left, and its <path>.lock, and says
+// up front which sessions pisess must refuse because pi could never open
+// their sidecar (a symlinked session file, a symlinked ancestor directory)
+// or because two sessions would claim the same sidecar.
+//
+// Discovery only reads directory entries and the first line or header row
+// of candidate files. It follows no symlink: a symlinked session file is
+// refused, a symlinked directory inside a tree is reported and not entered.
+// What it finds is a snapshot: the engine re-checks under the session lock
+// with no-follow opens before it changes anything.
+package discover

@@ -1,0 +1,56 @@
+package discover
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"pisess/readers"
+	"pisess/readers/jsonl"
+	"pisess/readers/normalize"
+)
+
+// ReadHeader returns the header of the session file at path without
+// reading its entries (for a JSONL file: its first line only), checked as
+// the reference checks a header it reads (any version 1 to 3: callers that
+// need version 3 look at Version). For status, which judges a sidecar by
+// the source's header alone. A SQLite session is opened whole (its reader
+// copies the database first).
+func ReadHeader(path string) (readers.Header, error) {
+	if filepath.Ext(path) == ExtSQLite {
+		src, err := openSQLite(path)
+		if err != nil {
+			return readers.Header{}, err
+		}
+		defer src.Close()
+		return src.Header(), nil
+	}
+	format, _, err := jsonl.Sniff(path)
+	if err != nil {
+		return readers.Header{}, err
+	}
+	if format != readers.FormatJSONLv3 {
+		return readers.Header{}, &readers.RefusedError{Path: path, Line: 1, Class: readers.ClassBadHeader,
+			Reason: fmt.Sprintf("the file holds %s, not JSONL", format)}
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return readers.Header{}, &readers.RefusedError{Path: path, Class: readers.ClassIO, Reason: "open: " + err.Error(), Err: err}
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(io.LimitReader(f, jsonl.MaxLineBytes+1)).ReadBytes('\n')
+	if err != nil && err != io.EOF {
+		return readers.Header{}, &readers.RefusedError{Path: path, Class: readers.ClassIO, Reason: "read: " + err.Error(), Err: err}
+	}
+	line = bytes.TrimSuffix(line, []byte{'\n'})
+	h, err := normalize.ParseHeader(normalize.RustTrim(line))
+	if err != nil {
+		// Sniff accepted this very line a moment ago: the file changed.
+		return readers.Header{}, &readers.RefusedError{Path: path, Line: 1, Class: readers.ClassBadHeader, Reason: err.Error(), Err: err}
+	}
+	return h.Readers(readers.FormatJSONLv3, bytes.TrimSuffix(line, []byte{'\r'})), nil
+}

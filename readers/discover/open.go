@@ -1,0 +1,34 @@
+package discover
+
+import (
+	"path/filepath"
+
+	"pisess/readers"
+	"pisess/readers/jsonl"
+)
+
+// OpenSource opens the session file at path with the reader of its format,
+// chosen by extension (FORMAT.md §10): a *jsonl.Source for .jsonl (version
+// 3 only, as the reference migrates). Refusals are *readers.RefusedError.
+func OpenSource(path string) (readers.Source, error) {
+	switch filepath.Ext(path) {
+	case ExtJSONL:
+		src, err := jsonl.Open(path, jsonl.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return src, nil
+	case ExtSQLite:
+		return openSQLite(path)
+	}
+	return nil, &readers.RefusedError{Path: path, Class: readers.ClassBadHeader,
+		Reason: "not a session file: the extension is neither " + ExtJSONL + " nor " + ExtSQLite}
+}
+
+// Open opens the session's source, or returns its refusal.
+func (s *Session) Open() (readers.Source, error) {
+	if s.Refusal != nil {
+		return nil, s.Refusal
+	}
+	return OpenSource(s.Path)
+}

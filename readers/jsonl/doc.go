@@ -1,0 +1,28 @@
+// Package jsonl reads a pi session stored as JSONL (versions 1 to 3) into
+// the normalized model, exactly as the reference reads it for migration
+// (FORMAT.md §10; session.rs read_capped_utf8_line, read_jsonl_entries_for_v2,
+// finalize_loaded_entries, SessionHeader::validate):
+//
+//   - Lines are split on "\n" only; a CR before it is JSON white space. A
+//     line is at most MaxLineBytes, newline excluded, and must be UTF-8.
+//   - Line 1 is the header, read after Rust's trim(). An empty file, a
+//     blank first line and a byte-order mark are refused (the reference
+//     does not skip a BOM: U+FEFF is not White_Space, so serde_json sees
+//     it and reports "expected value at line 1 column 1"; pisess refuses
+//     with that detail and says why).
+//   - Every other line that Rust's trim() leaves empty (Unicode White_Space,
+//     not only ASCII) is skipped; the rest must each be one entry the
+//     reference's typed model accepts (readers/payload). A last line without
+//     newline is read like any other; cut off inside its JSON it is refused
+//     as a torn line.
+//   - Once every line has parsed: legacy ids, duplicate ids, missing
+//     parents, cycles, then V2 entry-id contract (readers/normalize), so
+//     the first problem reported is the one the reference reports first.
+//
+// Open reads the file twice and never holds it whole: pass 1 checks every
+// line and keeps only ids, parents and positions; pass 2 (Next) streams
+// the entries with their canonical payloads. Both passes hash the bytes they
+// read; a file that changes between or during them is refused (class io),
+// so SHA256, Size and FileInfo describe exactly the bytes the entries came
+// from. The file is opened O_RDONLY|O_NOFOLLOW and never written.
+package jsonl

@@ -1,0 +1,132 @@
+package jsonl
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"pisess/readers"
+)
+
+// vectorsDir is the shared, read-only reference vectors (vectors/README.md).
+const vectorsDir = "/work/shared/vectors"
+
+// frame is what the tests compare of a reference frame.
+type frame struct {
+	EntryID string
+	Payload []byte
+}
+
+// referenceFrames reads every frame of a reference store, in segment and
+// line order; the payload is the last member, so its bytes are the
+// payloadBytes before the closing brace.
+func referenceFrames(tb testing.TB, store string) []frame {
+	tb.Helper()
+	segs, err := filepath.Glob(filepath.Join(store, "segments", "*.seg"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sort.Strings(segs)
+	var out []frame
+	for _, seg := range segs {
+		b, err := os.ReadFile(seg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+			if len(line) == 0 {
+				continue
+			}
+			var f struct {
+				EntryID      string `json:"entryId"`
+				PayloadBytes int    `json:"payloadBytes"`
+			}
+			if err := json.Unmarshal(line, &f); err != nil {
+				tb.Fatalf("%s: %v", seg, err)
+			}
+			end := len(line) - 2 // "}\n"
+			out = append(out, frame{f.EntryID, line[end-f.PayloadBytes : end]})
+		}
+	}
+	return out
+}
+
+// refused is a vector's REFUSED file.
+type refused struct {
+	Error  string `json:"error"`
+	Line   int64  `json:"line"`
+	Detail string `json:"detail"`
+}
+
+func readRefused(tb testing.TB, dir string) (refused, bool) {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "REFUSED"))
+	if errors.Is(err, os.ErrNotExist) {
+		return refused{}, false
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var r refused
+	if err := json.Unmarshal(b, &r); err != nil {
+		tb.Fatal(err)
+	}
+	return r, true
+}
+
+// readAll opens path and reads every entry.
+func readAll(tb testing.TB, path string, opt Options) ([]readers.Entry, *Source, error) {
+	tb.Helper()
+	s, err := Open(path, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.Close()
+	var out []readers.Entry
+	for {
+		e, err := s.Next()
+		if err == io.EOF {
+			return out, s, nil
+		}
+		if err != nil {
+			return out, s, err
+		}
+		out = append(out, e)
+	}
+}
+
+// writeFile writes content into a new file in a temp dir.
+func writeFile(tb testing.TB, name, content string) string {
+	tb.Helper()
+	p := filepath.Join(tb.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// mustRefuse asserts err is a RefusedError of class at line, and returns it.
+func mustRefuse(tb testing.TB, err error, class readers.Class, line int64, reasonHas ...string) *readers.RefusedError {
+	tb.Helper()
+	r := readers.AsRefused(err)
+	if r == nil {
+		tb.Fatalf("want RefusedError %s at line %d, got %v", class, line, err)
+	}
+	if r.Class != class || r.Line != line {
+		tb.Fatalf("want %s at line %d, got %s at line %d: %s", class, line, r.Class, r.Line, r.Reason)
+	}
+	for _, s := range reasonHas {
+		if !strings.Contains(r.Reason, s) {
+			tb.Fatalf("reason %q lacks %q", r.Reason, s)
+		}
+	}
+	return r
+}
+
+const testHeader = `{"type":"session","version":3,"id":"7c1d2e3f-0000-4000-8000-000000000001","timestamp":"2025-06-01T00:00:00.000Z","cwd":"/x"}`

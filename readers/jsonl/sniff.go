@@ -1,0 +1,56 @@
+package jsonl
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+
+	"pisess/readers"
+	"pisess/readers/normalize"
+)
+
+// sqliteMagic starts every SQLite 3 database file.
+var sqliteMagic = []byte("SQLite format 3\x00")
+
+// Sniff reads only the start of the file at path and tells its format: a
+// SQLite database gives (FormatSQLitev1, 0, nil) without looking further;
+// a JSONL session gives FormatJSONLv3 (the JSONL family) and its header's
+// version (0 when the header has none, i.e. version 1). A header the
+// reference cannot read, or a version other than 1 to 3, is a
+// *readers.RefusedError as Open reports it (for an unknown version, the
+// version is returned with it).
+func Sniff(path string) (readers.SourceFormat, int, error) {
+	f, _, err := openRegular(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	var magic [16]byte
+	if n, _ := io.ReadFull(f, magic[:]); n == len(magic) && bytes.Equal(magic[:], sqliteMagic) {
+		return readers.FormatSQLitev1, 0, nil
+	}
+	s := &Source{path: path, f: f}
+	lr := newLineReader(io.NewSectionReader(f, 0, math.MaxInt64), 4096, MaxLineBytes, false)
+	line, start, err := lr.next()
+	if err == io.EOF {
+		return "", 0, s.refuse(0, readers.ClassEmptyFile, "Empty JSONL session file: it has no header line", nil)
+	}
+	if err := s.lineProblem(lr, line, start, err); err != nil {
+		return "", 0, err
+	}
+	err = s.readHeader(line, Options{AllowLegacy: true})
+	if r := readers.AsRefused(err); r != nil && r.Class == readers.ClassUnsupportedVer {
+		h, perr := normalize.ParseHeader(normalize.RustTrim(line))
+		if perr == nil {
+			return readers.FormatJSONLv3, h.Version, err
+		}
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return "", 0, err
+	}
+	return readers.FormatJSONLv3, s.header.Version, nil
+}

@@ -1,0 +1,319 @@
+package jsonl
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"syscall"
+
+	"pisess/readers"
+	"pisess/readers/normalize"
+	"pisess/readers/payload"
+	"pisess/writers/wire"
+)
+
+// Options says which sessions a Source reads.
+type Options struct {
+	// AllowLegacy reads version-1 and version-2 sessions too (pisess
+	// upgrade, inspection). Migration leaves it false: the reference
+	// migrates version 3 only.
+	AllowLegacy bool
+}
+
+// Source streams the entries of one JSONL session. It is not safe for
+// concurrent use.
+type Source struct {
+	path   string
+	f      *os.File
+	info   os.FileInfo
+	header readers.Header
+	size   int64
+	digest [32]byte
+	graph  *normalize.Builder
+	lr     *lineReader // pass 2
+	err    error       // sticky: io.EOF or the refusal that ended the stream
+}
+
+var _ readers.Source = (*Source)(nil)
+
+// Open opens the session at path and checks all of it (pass 1): any reason
+// the reference would refuse the session is returned here as a
+// *readers.RefusedError, positioned at its line.
+func Open(path string, opt Options) (*Source, error) {
+	f, info, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{path: path, f: f, info: info, graph: &normalize.Builder{Path: path, Unit: "line"}}
+	if err := s.scan(opt); err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.lr = newLineReader(io.NewSectionReader(f, 0, math.MaxInt64), readBufferSize, MaxLineBytes, true)
+	return s, nil
+}
+
+// Header returns the session header.
+func (s *Source) Header() readers.Header { return s.header }
+
+// Size is the file's length in bytes, as read by Open.
+func (s *Source) Size() int64 { return s.size }
+
+// BytesRead is how many bytes Next has consumed so far; it equals Size once
+// Next has returned io.EOF.
+func (s *Source) BytesRead() int64 { return s.lr.off }
+
+// SHA256 is the digest of the whole file as Open read it. Once Next has
+// returned io.EOF, the entries are known to come from exactly these bytes.
+func (s *Source) SHA256() [32]byte { return s.digest }
+
+// FileInfo is the file's status (fstat) when it was opened; it was checked
+// unchanged after pass 1, and is what a source fingerprint's fileIdentity
+// is taken from (Sys() is a *syscall.Stat_t).
+func (s *Source) FileInfo() os.FileInfo { return s.info }
+
+// Close closes the file.
+func (s *Source) Close() error { return s.f.Close() }
+
+// Next returns the next entry, in file order, or io.EOF after the last. Any
+// other error is a *readers.RefusedError (class io when the file changed
+// since Open) and is final.
+func (s *Source) Next() (readers.Entry, error) {
+	if s.err != nil {
+		return readers.Entry{}, s.err
+	}
+	e, err := s.next()
+	if err != nil {
+		s.err = err
+	}
+	return e, err
+}
+
+func (s *Source) next() (readers.Entry, error) {
+	for {
+		line, _, err := s.lr.next()
+		if err == io.EOF {
+			if !s.graph.Done() || s.lr.off != s.size || s.lr.digest() != s.digest {
+				return readers.Entry{}, s.changed(s.lr.line)
+			}
+			return readers.Entry{}, io.EOF
+		}
+		n := s.lr.line
+		if err != nil {
+			return readers.Entry{}, s.changed(n)
+		}
+		if n == 1 || rustTrimEmpty(line) {
+			continue
+		}
+		e, err := payload.Decode(line)
+		if err != nil {
+			return readers.Entry{}, s.changed(n)
+		}
+		id, synthesized, err := s.graph.Resolve(n, e)
+		if err != nil {
+			return readers.Entry{}, err
+		}
+		return readers.Entry{
+			ID:            id,
+			ParentID:      e.ParentID,
+			Type:          e.Type,
+			Timestamp:     e.Timestamp,
+			Payload:       e.Canonical(),
+			Position:      n,
+			SynthesizedID: synthesized,
+			Role:          e.Role,
+			Name:          e.Name,
+		}, nil
+	}
+}
+
+// scan is pass 1.
+func (s *Source) scan(opt Options) error {
+	lr := newLineReader(io.NewSectionReader(s.f, 0, math.MaxInt64), readBufferSize, MaxLineBytes, true)
+	line, start, err := lr.next()
+	if err == io.EOF {
+		return s.refuse(0, readers.ClassEmptyFile, "Empty JSONL session file: it has no header line", nil)
+	}
+	if err := s.lineProblem(lr, line, start, err); err != nil {
+		return err
+	}
+	if err := s.readHeader(line, opt); err != nil {
+		return err
+	}
+	for {
+		line, start, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err := s.lineProblem(lr, line, start, err); err != nil {
+			return err
+		}
+		if rustTrimEmpty(line) {
+			continue
+		}
+		e, err := payload.Decode(line)
+		if err != nil {
+			return s.entryRefusal(lr.line, line, err)
+		}
+		s.graph.Add(lr.line, start, e)
+	}
+	s.size, s.digest = lr.off, lr.digest()
+	if err := s.unchanged(); err != nil {
+		return err
+	}
+	return s.graph.Finish(s.fetch)
+}
+
+// lineProblem refuses a line the reference cannot read as text: over the
+// length limit, or not UTF-8.
+func (s *Source) lineProblem(lr *lineReader, line []byte, start int64, err error) error {
+	switch {
+	case errors.Is(err, errLineTooLong):
+		return s.refuse(lr.line, readers.ClassLineTooLong, fmt.Sprintf(
+			"JSONL line exceeds %d bytes (the line starts at byte offset %d)", MaxLineBytes, start), nil)
+	case err != nil:
+		return s.refuse(lr.line, readers.ClassIO, "read: "+err.Error(), err)
+	}
+	valid, invalidLen, ok := normalize.UTF8Error(line)
+	if ok {
+		return nil
+	}
+	msg := normalize.UTF8Message(valid, invalidLen)
+	where := fmt.Sprintf("byte %d of the line, byte offset %d in the file", valid, start+int64(valid))
+	if invalidLen == 0 && !hasNewline(line) {
+		return s.refuse(lr.line, readers.ClassTornLine, fmt.Sprintf(
+			"the last line has no newline and ends inside a UTF-8 sequence (%s): a torn write; %s", where, msg), nil)
+	}
+	return s.refuse(lr.line, readers.ClassInvalidUTF8, fmt.Sprintf("line is not valid UTF-8 at %s: %s", where, msg), nil)
+}
+
+// readHeader reads line 1 as the reference does: Rust's trim(), then
+// serde_json into SessionHeader, then SessionHeader::validate.
+func (s *Source) readHeader(line []byte, opt Options) error {
+	if rustTrimEmpty(line) {
+		return s.refuse(1, readers.ClassBadHeader,
+			"line 1 is blank; the header must be the first line (the reference: Empty JSONL session file)", nil)
+	}
+	text := normalize.RustTrim(line)
+	h, err := normalize.ParseHeader(text)
+	if err != nil {
+		var he *normalize.HeaderError
+		errors.As(err, &he)
+		reason := "Invalid header in JSONL: " + err.Error()
+		class := readers.ClassBadHeader
+		switch {
+		case startsWithBOM(line):
+			reason = "line 1 starts with a UTF-8 byte-order mark, which the reference does not skip: " + reason
+		case he != nil && he.Syntax != nil && he.Syntax.IsEOF() && !hasNewline(line):
+			class = readers.ClassTornLine
+			reason = "the header is the only line, has no newline and ends inside its JSON: a torn write; " + reason
+		}
+		return s.refuse(1, class, reason, err)
+	}
+	if p := normalize.CheckHeader(h, opt.AllowLegacy); p != nil {
+		reason := "Invalid session header in JSONL: " + p.Reason
+		if p.Legacy {
+			reason += "; `pisess upgrade` can convert it to version 3 first"
+		}
+		return s.refuse(1, p.Class, reason, nil)
+	}
+	raw := line
+	if hasNewline(raw) {
+		raw = raw[:len(raw)-1]
+	}
+	s.header = h.Readers(readers.FormatJSONLv3, raw)
+	return nil
+}
+
+// entryRefusal turns payload's refusal into a RefusedError; a last line
+// without newline that fails because its JSON ends early is a torn line.
+func (s *Source) entryRefusal(n int64, line []byte, err error) error {
+	class, detail := readers.ClassBadEntry, err.Error()
+	var pe *payload.Error
+	if errors.As(err, &pe) {
+		class, detail = pe.Class, pe.Detail
+	}
+	reason := "Bad JSONL entry: " + detail
+	if !hasNewline(line) {
+		var se *wire.SyntaxError
+		if _, perr := wire.ParseJSON(line, nil); errors.As(perr, &se) && se.IsEOF() && se.Error() == detail {
+			class = readers.ClassTornLine
+			reason = "the last line has no newline and ends inside its JSON: a torn write; " + reason
+		}
+	}
+	return s.refuse(n, class, reason, err)
+}
+
+// fetch reads the entry starting at byte offset loc again (for legacy id
+// synthesis, which needs every explicit id of the file first).
+func (s *Source) fetch(loc int64) (*payload.Entry, error) {
+	lr := newLineReader(io.NewSectionReader(s.f, loc, math.MaxInt64), 4096, MaxLineBytes, false)
+	line, _, err := lr.next()
+	if err != nil {
+		return nil, s.changed(0)
+	}
+	e, err := payload.Decode(line)
+	if err != nil {
+		return nil, s.changed(0)
+	}
+	return e, nil
+}
+
+// unchanged checks, after pass 1, that the file is still the one opened.
+func (s *Source) unchanged() error {
+	now, err := s.f.Stat()
+	if err != nil {
+		return s.refuse(0, readers.ClassIO, "stat: "+err.Error(), err)
+	}
+	if now.Size() != s.size || !sameIdentity(s.info, now) {
+		return s.changed(0)
+	}
+	return nil
+}
+
+func (s *Source) changed(line int64) error {
+	return s.refuse(line, readers.ClassIO,
+		"source changed while it was read (is pi writing it without the session lock?)", nil)
+}
+
+func (s *Source) refuse(line int64, class readers.Class, reason string, err error) error {
+	return &readers.RefusedError{Path: s.path, Line: line, Class: class, Reason: reason, Err: err}
+}
+
+// openRegular opens path for reading without following a symlink in its
+// last component and refuses anything but a regular file. O_NONBLOCK keeps
+// a FIFO from blocking the open; it does nothing to a regular file.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, nil, &readers.RefusedError{Path: path, Class: readers.ClassSymlink,
+				Reason: "the session file is a symlink; pi would lock and migrate its target, pisess follows no symlink", Err: err}
+		}
+		return nil, nil, &readers.RefusedError{Path: path, Class: readers.ClassIO, Reason: "open: " + err.Error(), Err: err}
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, &readers.RefusedError{Path: path, Class: readers.ClassIO, Reason: "stat: " + err.Error(), Err: err}
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, &readers.RefusedError{Path: path, Class: readers.ClassSpecialFile,
+			Reason: fmt.Sprintf("not a regular file (%s)", info.Mode().Type())}
+	}
+	return f, info, nil
+}
+
+// sameIdentity compares what a source fingerprint's fileIdentity holds
+// (device, inode, change time) and the modification time.
+func sameIdentity(a, b os.FileInfo) bool {
+	sa, oka := a.Sys().(*syscall.Stat_t)
+	sb, okb := b.Sys().(*syscall.Stat_t)
+	if !oka || !okb {
+		return a.ModTime().Equal(b.ModTime())
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino && sa.Ctim == sb.Ctim && sa.Mtim == sb.Mtim
+}

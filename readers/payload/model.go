@@ -1,0 +1,329 @@
+package payload
+
+import "pisess/readers"
+
+// This file describes the reference's session-entry types (src/session.rs
+// SessionEntry and the entry structs, src/model.rs for messages and content)
+// as data: each struct with its members in declaration order and the serde
+// attributes that change how they are read or written. decode.go interprets
+// these descriptions the way serde's derived code would.
+
+// kind is what a member's Rust type is, as far as reading and writing go.
+type kind uint8
+
+const (
+	kString      kind = iota // String
+	kU64                     // u64
+	kI64                     // i64
+	kI32                     // i32
+	kF64                     // f64: accepts any number, always written as a float
+	kBool                    // bool
+	kValue                   // serde_json::Value: anything, objects key-sorted, last duplicate wins
+	kOption                  // Option<elem>: null or absent is None
+	kVec                     // Vec<elem>
+	kStruct                  // a derived struct (st)
+	kTagged                  // an internally tagged enum (en)
+	kUnitEnum                // an externally tagged enum of unit variants (en)
+	kUserContent             // the untagged enum UserContent: String or Vec<ContentBlock>
+	kExtra                   // HashMap<String, Value>, only as a flattened member
+)
+
+type typ struct {
+	kind kind
+	elem *typ
+	st   *structDef
+	en   *enumDef
+}
+
+// field is one struct member.
+type field struct {
+	name string
+	t    *typ
+	// dflt is #[serde(default)]: a missing member takes its type's default
+	// (false for bool, None for an Option).
+	dflt bool
+	// skipNone is skip_serializing_if = "Option::is_none": a None is not
+	// written (otherwise it is written as null).
+	skipNone bool
+	// flatten is #[serde(flatten)]: the member's own members sit in the
+	// enclosing object.
+	flatten bool
+}
+
+// structDef is a derived struct, or the struct body of an enum variant.
+type structDef struct {
+	// expecting is the derived visitor's own description, which serde uses
+	// in "invalid type" errors: "struct Usage",
+	// "struct variant SessionMessage::User".
+	expecting string
+	fields    []field
+}
+
+func (s *structDef) hasFlatten() bool {
+	for _, f := range s.fields {
+		if f.flatten {
+			return true
+		}
+	}
+	return false
+}
+
+// own returns the index of the non-flattened member named key, or -1.
+func (s *structDef) own(key string) int {
+	for i, f := range s.fields {
+		if !f.flatten && f.name == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// enumDef is an enum: internally tagged (tag set) or of unit variants.
+type enumDef struct {
+	name     string
+	tag      string
+	variants []variant
+	// unknownClass classifies an unknown variant (an unknown entry type or
+	// message role is worth its own class).
+	unknownClass readers.Class
+}
+
+type variant struct {
+	name string
+	body *structDef // nil for unit variants
+}
+
+func (e *enumDef) names() []string {
+	out := make([]string, len(e.variants))
+	for i, v := range e.variants {
+		out[i] = v.name
+	}
+	return out
+}
+
+func (e *enumDef) lookup(name string) int {
+	for i, v := range e.variants {
+		if v.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+var (
+	tString      = &typ{kind: kString}
+	tU64         = &typ{kind: kU64}
+	tI64         = &typ{kind: kI64}
+	tI32         = &typ{kind: kI32}
+	tF64         = &typ{kind: kF64}
+	tBool        = &typ{kind: kBool}
+	tValue       = &typ{kind: kValue}
+	tUserContent = &typ{kind: kUserContent}
+	tExtra       = &typ{kind: kExtra}
+)
+
+func optional(t *typ) *typ       { return &typ{kind: kOption, elem: t} }
+func seqOf(t *typ) *typ          { return &typ{kind: kVec, elem: t} }
+func structOf(s *structDef) *typ { return &typ{kind: kStruct, st: s} }
+
+// req is a required member; opt an Option member written only when Some;
+// optNull an Option member written as null when None.
+func req(name string, t *typ) field { return field{name: name, t: t} }
+func opt(name string, t *typ) field { return field{name: name, t: optional(t), skipNone: true} }
+func optNull(name string, t *typ) field {
+	return field{name: name, t: optional(t)}
+}
+
+// defaulted is a #[serde(default)] member: missing means its type's default.
+func defaulted(f field) field {
+	f.dflt = true
+	return f
+}
+
+func flattened(name string, t *typ) field { return field{name: name, t: t, flatten: true} }
+
+// model.rs: content blocks, usage, stop reason, assistant message.
+var (
+	contentBlock = &typ{kind: kTagged, en: &enumDef{
+		name: "ContentBlock",
+		tag:  "type",
+		variants: []variant{
+			{"text", &structDef{"struct TextContent", []field{
+				req("text", tString),
+				opt("textSignature", tString),
+			}}},
+			{"thinking", &structDef{"struct ThinkingContent", []field{
+				req("thinking", tString),
+				opt("thinkingSignature", tString),
+			}}},
+			{"redacted_thinking", &structDef{"struct RedactedThinkingContent", []field{
+				req("data", tString),
+			}}},
+			{"image", &structDef{"struct ImageContent", []field{
+				req("data", tString),
+				req("mimeType", tString),
+			}}},
+			{"toolCall", &structDef{"struct ToolCall", []field{
+				req("id", tString),
+				req("name", tString),
+				req("arguments", tValue),
+				opt("thoughtSignature", tString),
+			}}},
+		},
+		unknownClass: readers.ClassBadEntry,
+	}}
+
+	cost = &structDef{"struct Cost", []field{
+		req("input", tF64),
+		req("output", tF64),
+		req("cacheRead", tF64),
+		req("cacheWrite", tF64),
+		req("total", tF64),
+	}}
+
+	usage = &structDef{"struct Usage", []field{
+		req("input", tU64),
+		req("output", tU64),
+		req("cacheRead", tU64),
+		req("cacheWrite", tU64),
+		req("totalTokens", tU64),
+		req("cost", structOf(cost)),
+	}}
+
+	stopReason = &typ{kind: kUnitEnum, en: &enumDef{
+		name: "StopReason",
+		variants: []variant{
+			{name: "stop"}, {name: "length"}, {name: "toolUse"}, {name: "error"},
+			{name: "aborted"}, {name: "pauseTurn"}, {name: "refusal"},
+		},
+		unknownClass: readers.ClassBadEntry,
+	}}
+
+	stopDetails = &structDef{"struct StopDetails", []field{
+		req("type", tString),
+		optNull("category", tString),
+		optNull("explanation", tString),
+	}}
+
+	assistantMessage = &structDef{"struct AssistantMessage", []field{
+		req("content", seqOf(contentBlock)),
+		req("api", tString),
+		req("provider", tString),
+		req("model", tString),
+		req("usage", structOf(usage)),
+		req("stopReason", stopReason),
+		defaulted(opt("stopDetails", structOf(stopDetails))),
+		opt("errorMessage", tString),
+		req("timestamp", tI64),
+	}}
+)
+
+// session.rs: SessionMessage, tagged by "role".
+var sessionMessage = &typ{kind: kTagged, en: &enumDef{
+	name: "SessionMessage",
+	tag:  "role",
+	variants: []variant{
+		{"user", &structDef{"struct variant SessionMessage::User", []field{
+			req("content", tUserContent),
+			opt("timestamp", tI64),
+		}}},
+		{"assistant", &structDef{"struct variant SessionMessage::Assistant", []field{
+			flattened("message", structOf(assistantMessage)),
+		}}},
+		{"toolResult", &structDef{"struct variant SessionMessage::ToolResult", []field{
+			req("toolCallId", tString),
+			req("toolName", tString),
+			req("content", seqOf(contentBlock)),
+			opt("details", tValue),
+			defaulted(req("isError", tBool)),
+			opt("timestamp", tI64),
+		}}},
+		{"custom", &structDef{"struct variant SessionMessage::Custom", []field{
+			req("customType", tString),
+			req("content", tString),
+			defaulted(req("display", tBool)),
+			opt("details", tValue),
+			opt("timestamp", tI64),
+		}}},
+		{"bashExecution", &structDef{"struct variant SessionMessage::BashExecution", []field{
+			req("command", tString),
+			req("output", tString),
+			req("exitCode", tI32),
+			opt("cancelled", tBool),
+			opt("truncated", tBool),
+			opt("fullOutputPath", tString),
+			opt("timestamp", tI64),
+			flattened("extra", tExtra),
+		}}},
+		{"branchSummary", &structDef{"struct variant SessionMessage::BranchSummary", []field{
+			req("summary", tString),
+			req("fromId", tString),
+		}}},
+		{"compactionSummary", &structDef{"struct variant SessionMessage::CompactionSummary", []field{
+			req("summary", tString),
+			req("tokensBefore", tU64),
+		}}},
+	},
+	unknownClass: readers.ClassUnknownRole,
+}}
+
+// entryBase is EntryBase, flattened into every entry.
+var entryBase = &structDef{"struct EntryBase", []field{
+	opt("id", tString),
+	opt("parentId", tString),
+	req("timestamp", tString),
+}}
+
+func base() field { return flattened("base", structOf(entryBase)) }
+
+// sessionEntry is SessionEntry, tagged by "type". Every variant flattens
+// EntryBase first, so its members lead the written entry.
+var sessionEntry = &enumDef{
+	name: "SessionEntry",
+	tag:  "type",
+	variants: []variant{
+		{"message", &structDef{"struct MessageEntry", []field{
+			base(),
+			req("message", sessionMessage),
+		}}},
+		{"model_change", &structDef{"struct ModelChangeEntry", []field{
+			base(),
+			req("provider", tString),
+			req("modelId", tString),
+		}}},
+		{"thinking_level_change", &structDef{"struct ThinkingLevelChangeEntry", []field{
+			base(),
+			req("thinkingLevel", tString),
+		}}},
+		{"compaction", &structDef{"struct CompactionEntry", []field{
+			base(),
+			req("summary", tString),
+			req("firstKeptEntryId", tString),
+			req("tokensBefore", tU64),
+			opt("details", tValue),
+			opt("fromHook", tBool),
+		}}},
+		{"branch_summary", &structDef{"struct BranchSummaryEntry", []field{
+			base(),
+			req("fromId", tString),
+			req("summary", tString),
+			opt("details", tValue),
+			opt("fromHook", tBool),
+		}}},
+		{"label", &structDef{"struct LabelEntry", []field{
+			base(),
+			req("targetId", tString),
+			opt("label", tString),
+		}}},
+		{"session_info", &structDef{"struct SessionInfoEntry", []field{
+			base(),
+			opt("name", tString),
+		}}},
+		{"custom", &structDef{"struct CustomEntry", []field{
+			base(),
+			req("customType", tString),
+			opt("data", tValue),
+		}}},
+	},
+	unknownClass: readers.ClassUnknownType,
+}

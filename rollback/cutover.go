@@ -1,0 +1,285 @@
+package rollback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+
+	"pisess/ledger"
+	"pisess/verify"
+	"pisess/writers/durable"
+	"pisess/writers/store"
+	"pisess/writers/wire"
+)
+
+// CutoverSpec says what Cutover installs where.
+type CutoverSpec struct {
+	// SessionPath is the session file the store was built from.
+	SessionPath string
+	// StagingDir is the verified staging store, a sibling of SidecarDir
+	// (<stem>.v2.staging.<uuid>), so that the install is one rename.
+	StagingDir string
+	// SidecarDir is <stem>.v2.
+	SidecarDir string
+	// Tree is the session tree, whose .pisess/quarantine receives a
+	// displaced sidecar.
+	Tree string
+	// CorrelationID is the run's id, carried by every record.
+	CorrelationID string
+	// RelPath is the session's path relative to Tree (it names the
+	// quarantine place, ledger.QuarantinePath).
+	RelPath string
+	// OwnerUID and OwnerGID own everything Cutover creates (and the
+	// installed store) when pisess runs as root: the session's owner.
+	OwnerUID, OwnerGID int
+	// Ops performs every file operation; the zero value is durable.OS.
+	Ops durable.Ops
+	// Journal is the tree journal that records the cutover.
+	Journal *ledger.Journal
+	// Clock stamps the records; nil means time.Now.
+	Clock func() time.Time
+}
+
+// CutoverResult says what Cutover did.
+type CutoverResult struct {
+	// Displaced is where the store the new sidecar replaced now is: its
+	// quarantine path; "" when there was none. When the move into the
+	// quarantine failed after the install, it is the backup sibling
+	// (<stem>.v2.backup.<hex>) and Warning says why.
+	Displaced string
+	// Warning reports a problem after the cutover committed: the new
+	// sidecar is installed and the old one kept, but not where it should
+	// be. fsck recognises the backup; a rollback of the run finds it.
+	Warning string
+}
+
+func (c CutoverSpec) check() error {
+	switch {
+	case c.SessionPath == "" || c.StagingDir == "" || c.SidecarDir == "" || c.Tree == "" || c.RelPath == "":
+		return errors.New("cutover: session, staging, sidecar, tree and relative path are all required")
+	case !wire.ValidCorrelationID(c.CorrelationID):
+		return fmt.Errorf("cutover: %w: %q", ErrBadCorrelationID, c.CorrelationID)
+	case c.Journal == nil:
+		return errors.New("cutover: a journal is required: a cutover must be recorded")
+	case filepath.Dir(filepath.Clean(c.StagingDir)) != filepath.Dir(filepath.Clean(c.SidecarDir)):
+		return fmt.Errorf("cutover: staging %s is not a sibling of %s: the install must be one rename", c.StagingDir, c.SidecarDir)
+	}
+	return nil
+}
+
+func (c CutoverSpec) now() string {
+	if c.Clock != nil {
+		return wire.FormatTimestamp(c.Clock())
+	}
+	return wire.FormatTimestamp(time.Now())
+}
+
+// Cutover installs the verified staging store c.StagingDir as the sidecar
+// c.SidecarDir (STYLE.md §5, FORMAT.md §9 INV-007). The caller holds the
+// session lock. In order:
+//
+//  1. the journal records cutover_commit (the intent: ledger.Unfinished
+//     reads a cutover_commit without an outcome as "the sidecar may be new
+//     or old") and an installed note naming the staging directory's
+//     identity, which a rename keeps, so that a rollback can tell the store
+//     this run installed from any other;
+//  2. an existing sidecar is renamed to BackupPath (no replace; parent
+//     fsynced);
+//  3. the staging directory is renamed to the sidecar (no replace; parent
+//     fsynced); if that fails, the backup is renamed back;
+//  4. the backup is moved into <tree>/.pisess/quarantine/<id>/ and a
+//     displaced note records where, so that a rollback can put it back.
+//
+// A crash leaves the old sidecar (before 2), no sidecar and the backup
+// (between 2 and 3: rollback, or fsck, renames it back), or the new sidecar
+// with the backup beside it or in the quarantine. Nothing is deleted. The
+// caller records the outcome (completed or failed) after it returns.
+//
+// p proves that the staging store was verified against its source; only
+// package verify can make one.
+func Cutover(ctx context.Context, p verify.Passed, c CutoverSpec) (CutoverResult, error) {
+	if err := c.check(); err != nil {
+		return CutoverResult{}, err
+	}
+	if err := checkPassed(p, c); err != nil {
+		return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
+	}
+	ops := c.Ops
+	if k, err := lstatKind(c.StagingDir); err != nil || k != kindDir {
+		return CutoverResult{}, fmt.Errorf("cutover %s: staging %s is not a directory (%v)", c.SidecarDir, c.StagingDir, err)
+	}
+	st, err := store.Open(c.StagingDir, store.ReadOptions{Ops: ops})
+	if err != nil {
+		return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
+	}
+	m, err := st.Manifest()
+	if err != nil {
+		return CutoverResult{}, fmt.Errorf("cutover %s: staging manifest: %w", c.SidecarDir, err)
+	}
+	if k, err := lstatKind(store.SourceStatePath(c.StagingDir)); err != nil {
+		return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
+	} else if k == kindMissing {
+		// A sidecar is installed with the clean fingerprint it was verified
+		// against (DESIGN.md): without one pi would verify it all again.
+		fp := p.Fingerprint()
+		if err := store.WriteSourceState(ops, c.StagingDir, wire.SourceState{State: wire.SourceClean, SourceFingerprint: &fp}); err != nil {
+			return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
+		}
+	}
+	if os.Geteuid() == 0 {
+		// pi's open fails outright on a store it cannot read (FORMAT.md §1):
+		// whatever created the staging store, it must be the session owner's.
+		if err := ops.ChownTree(c.StagingDir, c.OwnerUID, c.OwnerGID); err != nil {
+			return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
+		}
+	}
+	stagingID, err := identityOf(c.StagingDir)
+	if err != nil {
+		return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
+	}
+
+	old, err := lstatKind(c.SidecarDir)
+	if err != nil {
+		return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
+	}
+	if old != kindMissing && old != kindDir {
+		return CutoverResult{}, fmt.Errorf("cutover %s: the sidecar path is a symlink or file, not a store: left alone", c.SidecarDir)
+	}
+	backup := BackupPath(c.SidecarDir, c.CorrelationID)
+	if k, err := lstatKind(backup); err != nil || k != kindMissing {
+		return CutoverResult{}, fmt.Errorf("cutover %s: %s already exists (a cutover of this run was interrupted): run fsck --repair", c.SidecarDir, backup)
+	}
+
+	durable.Failpoint(fpBeforeCutoverRecord)
+	ev := wire.MigrationEvent{
+		MigrationID: uuid.NewString(), Phase: wire.PhaseCutoverCommit, At: c.now(),
+		SourcePath: c.SessionPath, TargetPath: c.SidecarDir,
+		SourceFormat: m.SourceFormat, TargetFormat: wire.FormatNativeV2,
+		Verification:  wire.Verification{EntryCountMatch: true, HashChainMatch: true, IndexConsistent: true},
+		Outcome:       wire.OutcomeOK,
+		CorrelationID: c.CorrelationID,
+	}
+	if err := c.Journal.Append(ledger.EventRecord(ev)); err != nil {
+		return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
+	}
+	installed := ledger.Note{
+		CorrelationID: c.CorrelationID, At: c.now(), Session: c.SessionPath, Kind: ledger.NoteInstalled,
+		Path:   c.SidecarDir,
+		Detail: fmt.Sprintf("verified staging %s installed as the sidecar (%s)", filepath.Base(c.StagingDir), stagingID),
+	}
+	if err := c.Journal.Append(ledger.NoteRecord(installed)); err != nil {
+		return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
+	}
+	durable.Failpoint(fpAfterCutoverRecord)
+
+	if old == kindDir {
+		durable.Failpoint(fpBeforeBackupRename)
+		if err := ops.RenameNoReplace(c.SidecarDir, backup); err != nil {
+			return CutoverResult{}, c.undoBackup(backup, fmt.Errorf("cutover %s: displace the old sidecar: %w", c.SidecarDir, err))
+		}
+		durable.Failpoint(fpAfterBackupRename)
+	}
+
+	durable.Failpoint(fpBeforeInstallRename)
+	if err := ops.RenameNoReplace(c.StagingDir, c.SidecarDir); err != nil {
+		err = fmt.Errorf("cutover %s: install: %w", c.SidecarDir, err)
+		if k, _ := lstatKind(c.StagingDir); k == kindMissing {
+			// The rename happened and only the directory fsync failed: the
+			// verified store is visible, the backup stays for fsck.
+			return CutoverResult{Displaced: c.backupIf(old, backup)}, err
+		}
+		if old == kindDir {
+			return CutoverResult{}, c.undoBackup(backup, err)
+		}
+		return CutoverResult{}, err
+	}
+	durable.Failpoint(fpAfterInstallRename)
+
+	if old != kindDir {
+		return CutoverResult{}, nil
+	}
+	q := ledger.QuarantinePath(c.Tree, c.CorrelationID, c.RelPath, kindDisplaced)
+	where, err := c.quarantineBackup(backup, q)
+	if err != nil {
+		return CutoverResult{Displaced: where, Warning: err.Error()}, nil
+	}
+	return CutoverResult{Displaced: where}, nil
+}
+
+// Quarantine kinds (ledger.QuarantinePath's last name part).
+const (
+	kindDisplaced        = "displaced"           // the sidecar a refresh replaced
+	kindRolledBackStore  = "rolled-back-sidecar" // the sidecar a rolled-back run had installed
+	kindRolledBackSource = "rolled-back-source"  // the upgraded source a rollback replaced by its original
+	kindChangedSource    = "changed-source"      // a copy of a source pi changed after its upgrade
+)
+
+func (c CutoverSpec) backupIf(old kind, backup string) string {
+	if old == kindDir {
+		return backup
+	}
+	return ""
+}
+
+// undoBackup puts a displaced sidecar back after a failed install, as the
+// reference does, and returns cause (joined with the restore's error).
+func (c CutoverSpec) undoBackup(backup string, cause error) error {
+	if k, _ := lstatKind(backup); k != kindDir {
+		return cause
+	}
+	if k, _ := lstatKind(c.SidecarDir); k != kindMissing {
+		return cause
+	}
+	if err := c.Ops.RenameNoReplace(backup, c.SidecarDir); err != nil {
+		return fmt.Errorf("%w; the old sidecar stays at %s: %v", cause, backup, err)
+	}
+	return cause
+}
+
+// quarantineBackup moves the backup into the quarantine and records it,
+// returning where the displaced store is.
+func (c CutoverSpec) quarantineBackup(backup, q string) (string, error) {
+	if err := mkdirQuarantine(c.Ops, c.Tree, filepath.Dir(q), c.OwnerUID, c.OwnerGID); err != nil {
+		return backup, fmt.Errorf("cutover committed, the old sidecar stays at %s: %w", backup, err)
+	}
+	durable.Failpoint(fpBeforeQuarantineBkp)
+	if err := c.Ops.RenameNoReplace(backup, q); err != nil {
+		if k, _ := lstatKind(backup); k == kindMissing {
+			return q, fmt.Errorf("cutover committed, the old sidecar is at %s: %w", q, err)
+		}
+		return backup, fmt.Errorf("cutover committed, the old sidecar stays at %s: %w", backup, err)
+	}
+	durable.Failpoint(fpAfterQuarantineBackup)
+	n := ledger.Note{
+		CorrelationID: c.CorrelationID, At: c.now(), Session: c.SessionPath, Kind: ledger.NoteDisplaced,
+		Path: c.SidecarDir, QuarantinePath: q,
+		Detail: "the sidecar this cutover replaced, kept for a rollback",
+	}
+	if err := c.Journal.Append(ledger.NoteRecord(n)); err != nil {
+		return q, fmt.Errorf("cutover committed, the old sidecar is at %s but not recorded: %w", q, err)
+	}
+	durable.Failpoint(fpAfterDisplacedNote)
+	return q, nil
+}
+
+// checkPassed binds the proof to this cutover: it must be valid and be
+// about this staging store and this session.
+func checkPassed(p verify.Passed, c CutoverSpec) error {
+	switch {
+	case !p.Valid():
+		return errors.New("the staging store was not verified (no valid verify.Passed)")
+	case filepath.Clean(p.StagingDir()) != filepath.Clean(c.StagingDir):
+		return fmt.Errorf("the verification was of %s, not %s", p.StagingDir(), c.StagingDir)
+	case filepath.Clean(p.SessionPath()) != filepath.Clean(c.SessionPath):
+		return fmt.Errorf("the verification was against %s, not %s", p.SessionPath(), c.SessionPath)
+	}
+	return nil
+}

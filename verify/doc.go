@@ -1,0 +1,30 @@
+// Package verify checks sidecars and never writes. It answers four
+// questions, each a FORMAT.md section:
+//
+//   - Is the sidecar fresh? [Freshness] decides as the reference does from
+//     source-state.json and the source's fingerprint (§8); [Fingerprint]
+//     takes one.
+//   - Would pi accept it? [Acceptance] checks every rule of §11 pisess can
+//     check: directory and file types, private modes, ownership, no symlink
+//     on the way or inside, the index and manifest rules of resume, the
+//     session id and source format, no pending rollback intent.
+//   - Is it the source, exactly? [AgainstSource] streams the source and the
+//     store side by side and computes the reference's three verification
+//     flags (§9) and the invariants INV-001..INV-007, with findings.
+//   - What is it? [Status] classifies a session with the reference's five
+//     classes (§9) and pisess's finer findings beneath them; [StatusFast]
+//     does it for `pisess status` without reading frame bodies.
+//
+// [Verified] combines the last three for a staging store about to be cut
+// over and returns a [Passed], a proof that only this package can make:
+// rollback.Cutover takes one, so no unverified store can be installed.
+//
+// Findings are values, not errors: each names the file, the rule (Code) and
+// the repair that would apply. An error from this package means the check
+// itself could not be made (an unreadable source, an I/O error), never that
+// something was found.
+//
+// The store-internal checks (frames, index, manifest, checkpoints) are
+// writers/store's Check and Iterator; this package maps their problems to
+// findings and adds what needs the source or the typed entry model.
+package verify

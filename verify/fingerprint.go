@@ -1,0 +1,124 @@
+package verify
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"pisess/writers/wire"
+)
+
+// ErrSourceChanged is matched by a fingerprint whose source changed while
+// it was hashed (its size, identity or modification time moved, or the
+// bytes read differ from the size sampled first): the digest describes no
+// state the file was ever in.
+var ErrSourceChanged = errors.New("source changed while its fingerprint was computed")
+
+// Fingerprint takes the source fingerprint of the session file at path as
+// the reference does (FORMAT.md §8): the file identity {device, inode,
+// ctime} is sampled with fstat before hashing; the whole file is hashed;
+// a second fstat must show the same size, identity and modification time,
+// and the bytes read must equal the size first sampled, or the result is
+// an error matching ErrSourceChanged. path is opened read-only with
+// O_NOFOLLOW: a symlinked session file is refused.
+func Fingerprint(path string) (wire.SourceFingerprint, error) {
+	f, err := openSource(path)
+	if err != nil {
+		return wire.SourceFingerprint{}, fmt.Errorf("fingerprint: %w", err)
+	}
+	defer f.Close()
+	return fingerprintOpen(f, nil)
+}
+
+// openSource opens a session file for reading the way the reference does:
+// the last component must not be a symlink and the file must be regular.
+func openSource(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	return f, nil
+}
+
+// fileStat is what the fingerprint compares before and after hashing.
+type fileStat struct {
+	id    wire.FileIdentity
+	size  int64
+	mtime syscall.Timespec
+}
+
+func statOf(f *os.File) (fileStat, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return fileStat{}, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	}
+	return fileStat{
+		id: wire.FileIdentity{
+			Device:                st.Dev,
+			Inode:                 st.Ino,
+			ChangeTimeSeconds:     st.Ctim.Sec,
+			ChangeTimeNanoseconds: st.Ctim.Nsec,
+		},
+		size:  st.Size,
+		mtime: st.Mtim,
+	}, nil
+}
+
+// fingerprintOpen hashes the open file f. during, when set, runs after the
+// first chunk is hashed: the seam a test uses to change the file mid-hash.
+func fingerprintOpen(f *os.File, during func()) (wire.SourceFingerprint, error) {
+	before, err := statOf(f)
+	if err != nil {
+		return wire.SourceFingerprint{}, fmt.Errorf("fingerprint: %w", err)
+	}
+	h := sha256.New()
+	buf := make([]byte, 64<<10)
+	var n int64
+	for {
+		k, err := f.ReadAt(buf, n)
+		h.Write(buf[:k])
+		n += int64(k)
+		if during != nil {
+			during()
+			during = nil
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return wire.SourceFingerprint{}, fmt.Errorf("fingerprint %s: %w", f.Name(), err)
+		}
+	}
+	after, err := statOf(f)
+	if err != nil {
+		return wire.SourceFingerprint{}, fmt.Errorf("fingerprint: %w", err)
+	}
+	if n != before.size || after != before {
+		return wire.SourceFingerprint{}, fmt.Errorf("fingerprint %s: %w", f.Name(), ErrSourceChanged)
+	}
+	id := before.id
+	return wire.SourceFingerprint{
+		ByteLength:   uint64(n),
+		SHA256:       hex.EncodeToString(h.Sum(nil)),
+		FileIdentity: &id,
+	}, nil
+}
+
+// sameIdentity reports whether a recorded identity equals the file's, in
+// all four members; a missing one never matches.
+func sameIdentity(recorded *wire.FileIdentity, now wire.FileIdentity) bool {
+	return recorded != nil && *recorded == now
+}

@@ -1,0 +1,134 @@
+package verify
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"pisess/writers/durable"
+	"pisess/writers/store"
+	"pisess/writers/wire"
+)
+
+// FreshnessResult is the reference's verdict on a sidecar's source-state.json
+// (FORMAT.md §8).
+type FreshnessResult struct {
+	// Fresh: the sidecar may be used without verifying it against the
+	// source.
+	Fresh bool
+	// Reason says why, in a few words.
+	Reason string
+	// NeedsFullVerify: there is no source-state.json, or it is clean
+	// without a fingerprint: pi would take the session lock, verify the
+	// whole sidecar against the source (§9) and write the state itself.
+	// Fresh is false.
+	NeedsFullVerify bool
+	// Invalid: source-state.json exists but cannot be trusted (a symlink,
+	// over 4096 bytes, bad JSON, wrong schema, a bad sha256). pi's resume
+	// treats it as stale, its status as corrupt.
+	Invalid bool
+	// Rehashed: the fast identity check could not decide and the source
+	// was hashed again.
+	Rehashed bool
+	// State is the parsed document, when it parsed.
+	State *wire.SourceState
+}
+
+// Freshness decides, exactly as the reference does, whether the sidecar at
+// storeDir is fresh for the session file sourcePath:
+//
+//   - source-state.json missing: NeedsFullVerify;
+//   - unreadable or invalid (a symlink, not a regular file, over 4096
+//     bytes, bad JSON, wrong schema, a sha256 that is not 64 hex digits):
+//     stale and Invalid;
+//   - "dirty": stale;
+//   - "clean" without a fingerprint: NeedsFullVerify;
+//   - "clean" with one: fresh when byteLength equals the source's size and
+//     fileIdentity is present and equal in all four members; otherwise the
+//     source is hashed again and it is fresh exactly when byteLength and
+//     sha256 match. A missing source is stale; a source that changes
+//     while it is hashed is stale too (pisess's choice: the reference's
+//     read-only status calls that an error; a source being written without
+//     the dirty mark is what it means, and that is what stale says).
+//
+// It never writes and never locks. An error means the check could not be
+// made (the source exists but cannot be opened or read).
+func Freshness(sourcePath, storeDir string) (FreshnessResult, error) {
+	st, problem, err := readSourceState(durable.OS, storeDir)
+	switch {
+	case err != nil:
+		return FreshnessResult{}, err
+	case problem != "":
+		return FreshnessResult{Invalid: true, Reason: "source-state.json is invalid: " + problem}, nil
+	case st == nil:
+		return FreshnessResult{NeedsFullVerify: true, Reason: "no source-state.json"}, nil
+	case st.State == wire.SourceDirty:
+		return FreshnessResult{State: st, Reason: "source-state.json is dirty: pi has written the session since"}, nil
+	case st.SourceFingerprint == nil:
+		return FreshnessResult{State: st, NeedsFullVerify: true, Reason: "source-state.json is clean without a fingerprint"}, nil
+	}
+	fp := st.SourceFingerprint
+	f, err := openSource(sourcePath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return FreshnessResult{State: st, Reason: "the source is missing"}, nil
+	}
+	if err != nil {
+		return FreshnessResult{}, fmt.Errorf("freshness: %w", err)
+	}
+	defer f.Close()
+	now, err := statOf(f)
+	if err != nil {
+		return FreshnessResult{}, fmt.Errorf("freshness: %w", err)
+	}
+	if fp.ByteLength == uint64(now.size) && sameIdentity(fp.FileIdentity, now.id) {
+		return FreshnessResult{Fresh: true, State: st, Reason: "the source's size and identity match the fingerprint"}, nil
+	}
+	actual, err := fingerprintOpen(f, nil)
+	if errors.Is(err, ErrSourceChanged) {
+		return FreshnessResult{State: st, Rehashed: true, Reason: "the source changed while it was hashed"}, nil
+	}
+	if err != nil {
+		return FreshnessResult{}, fmt.Errorf("freshness: %w", err)
+	}
+	if actual.ByteLength == fp.ByteLength && actual.SHA256 == fp.SHA256 {
+		return FreshnessResult{Fresh: true, State: st, Rehashed: true, Reason: "the source's bytes match the fingerprint"}, nil
+	}
+	return FreshnessResult{State: st, Rehashed: true, Reason: "the source's bytes differ from the fingerprint"}, nil
+}
+
+// readSourceState reads <store>/source-state.json as the reference does:
+// (nil, "", nil) when absent; problem set when it cannot be trusted; err
+// only for an I/O error other than those.
+func readSourceState(ops durable.Ops, storeDir string) (*wire.SourceState, string, error) {
+	path := store.SourceStatePath(storeDir)
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, "", nil
+	case err != nil:
+		return nil, err.Error(), nil
+	case !fi.Mode().IsRegular():
+		return nil, "not a regular file (a symlink or special file)", nil
+	}
+	f, err := ops.OpenNoFollow(path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, "cannot open: " + err.Error(), nil
+	}
+	defer f.Close()
+	if ofi, err := f.Stat(); err != nil || !ofi.Mode().IsRegular() || !os.SameFile(fi, ofi) {
+		return nil, "changed while it was being opened", nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, wire.MaxSourceStateBytes+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", path, err)
+	}
+	s, err := wire.ParseSourceState(b)
+	if err != nil {
+		return nil, err.Error(), nil
+	}
+	return &s, "", nil
+}

@@ -1,0 +1,101 @@
+package durable
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// FaultOp names the primitive a [FaultRule] breaks.
+type FaultOp string
+
+// The primitives a fault can be injected into.
+const (
+	FaultOpen   FaultOp = "open"
+	FaultWrite  FaultOp = "write"
+	FaultSync   FaultOp = "sync"
+	FaultRename FaultOp = "rename"
+)
+
+// FaultRule makes one primitive fail on matching paths, for tests.
+type FaultRule struct {
+	Op FaultOp
+	// Pattern is a filepath.Match pattern. Without a '/' it is matched
+	// against the base name ("*.tmp", "tmp"), with one against the whole
+	// path. For a rename, either side matching is enough.
+	Pattern string
+	// Err is returned, e.g. syscall.ENOSPC, syscall.EIO, syscall.EACCES.
+	Err error
+	// Skip lets this many matching calls succeed before the rule fires;
+	// from then on every matching call fails, as a dead disk would.
+	Skip int
+}
+
+// FaultyOps returns [OS] with the rules applied. A failing write first
+// writes half of its buffer, as a filling disk does, so that callers are
+// tested against a torn write rather than a clean refusal.
+func FaultyOps(rules ...FaultRule) Ops {
+	f := &faults{rules: rules, seen: make([]int, len(rules))}
+	o := OS
+	o.OpenFile = func(path string, flag int, perm os.FileMode) (*os.File, error) {
+		if err := f.check(FaultOpen, path); err != nil {
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		return OS.OpenFile(path, flag, perm)
+	}
+	o.Write = func(file *os.File, b []byte) (int, error) {
+		if err := f.check(FaultWrite, file.Name()); err != nil {
+			n, _ := OS.Write(file, b[:len(b)/2])
+			return n, &os.PathError{Op: "write", Path: file.Name(), Err: err}
+		}
+		return OS.Write(file, b)
+	}
+	o.Sync = func(file *os.File) error {
+		if err := f.check(FaultSync, file.Name()); err != nil {
+			return &os.PathError{Op: "sync", Path: file.Name(), Err: err}
+		}
+		return OS.Sync(file)
+	}
+	o.RenameAt = func(oldpath, newpath string, noReplace bool) error {
+		if err := f.check(FaultRename, oldpath, newpath); err != nil {
+			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+		}
+		return OS.RenameAt(oldpath, newpath, noReplace)
+	}
+	return o
+}
+
+type faults struct {
+	mu    sync.Mutex
+	rules []FaultRule
+	seen  []int
+}
+
+func (f *faults) check(op FaultOp, paths ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, r := range f.rules {
+		if r.Op != op || !anyMatch(r.Pattern, paths) {
+			continue
+		}
+		f.seen[i]++
+		if f.seen[i] > r.Skip {
+			return r.Err
+		}
+	}
+	return nil
+}
+
+func anyMatch(pattern string, paths []string) bool {
+	for _, p := range paths {
+		subject := filepath.Base(p)
+		if strings.Contains(pattern, "/") {
+			subject = filepath.Clean(p)
+		}
+		if ok, _ := filepath.Match(pattern, subject); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,138 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLockFileTimeoutAcrossProcesses(t *testing.T) {
+	withUmask(t, 0)
+	path := filepath.Join(t.TempDir(), "session.jsonl.lock")
+	h := startHolder(t, "hold-lock", path)
+	if got := mode(t, path); got != 0o600 {
+		t.Fatalf("lock file mode %v", got)
+	}
+	start := time.Now()
+	_, err := OS.LockFile(context.Background(), path, 150*time.Millisecond)
+	if !errors.Is(err, ErrLockTimeout) {
+		t.Fatalf("err = %v, want ErrLockTimeout", err)
+	}
+	if waited := time.Since(start); waited < 150*time.Millisecond {
+		t.Fatalf("gave up after %v", waited)
+	}
+	// Released while we wait: the lock is taken within the timeout.
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		h.stdin.Close()
+	}()
+	l, err := OS.LockFile(context.Background(), path, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatalf("second unlock: %v", err)
+	}
+	h.release(t)
+	if !exists(t, path) {
+		t.Fatal("lock file deleted")
+	}
+}
+
+func TestLockFileSameProcessAndContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.mutation.lock")
+	l, err := OS.LockFile(context.Background(), path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	// flock belongs to the open file: a second open conflicts even here.
+	if _, err := OS.LockFile(context.Background(), path, 0); !errors.Is(err, ErrLockTimeout) {
+		t.Fatalf("err = %v, want ErrLockTimeout", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := OS.LockFile(ctx, path, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the context's", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("context not honoured")
+	}
+}
+
+func TestLockFileRefusesSymlink(t *testing.T) {
+	base := t.TempDir()
+	target := filepath.Join(base, "target")
+	writeFile(t, target, "")
+	link := filepath.Join(base, "session.jsonl.lock")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OS.LockFile(context.Background(), link, 0); err == nil {
+		t.Fatal("locked through a symlink")
+	}
+}
+
+func TestTreeLock(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".pisess")
+	if err := OS.MkdirPrivate(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "lock")
+
+	h := startHolder(t, "hold-tree-lock", path, "unlock")
+	pid := fmt.Sprintf("pid=%d ", h.cmd.Process.Pid)
+	_, holder, err := OS.TryLockTree(path)
+	var locked *TreeLockedError
+	if !errors.As(err, &locked) || !strings.HasPrefix(holder, pid) || locked.Holder != holder || locked.Path != path {
+		t.Fatalf("TryLockTree = %q, %v; want TreeLockedError naming %q", holder, err, pid)
+	}
+	if !strings.Contains(err.Error(), pid) {
+		t.Fatalf("message does not name the holder: %v", err)
+	}
+	if got, stale, err := OS.StaleTreeLock(path); err != nil || stale || got != holder {
+		t.Fatalf("StaleTreeLock of a held lock = %q, %v, %v", got, stale, err)
+	}
+	h.release(t)
+	// An orderly unlock leaves nothing stale behind.
+	if got, stale, err := OS.StaleTreeLock(path); err != nil || stale || got != "" {
+		t.Fatalf("after unlock: %q, %v, %v", got, stale, err)
+	}
+
+	h = startHolder(t, "hold-tree-lock", path, "die")
+	pid = fmt.Sprintf("pid=%d ", h.cmd.Process.Pid)
+	h.release(t)
+	got, stale, err := OS.StaleTreeLock(path)
+	if err != nil || !stale || !strings.HasPrefix(got, pid) {
+		t.Fatalf("after the holder died: %q, %v, %v; want stale naming %q", got, stale, err, pid)
+	}
+	l, previous, err := OS.TryLockTree(path)
+	if err != nil || previous != got {
+		t.Fatalf("TryLockTree over a stale lock = %q, %v; want the dead holder %q", previous, err, got)
+	}
+	mine := readFile(t, path)
+	if !strings.HasPrefix(mine, fmt.Sprintf("pid=%d host=", os.Getpid())) || !strings.Contains(mine, " started=") {
+		t.Fatalf("holder text %q", mine)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if readFile(t, path) != "" {
+		t.Fatal("holder text left after unlock")
+	}
+}
+
+func TestStaleTreeLockMissing(t *testing.T) {
+	if h, stale, err := OS.StaleTreeLock(filepath.Join(t.TempDir(), "lock")); h != "" || stale || err != nil {
+		t.Fatalf("missing lock: %q, %v, %v", h, stale, err)
+	}
+}

@@ -1,0 +1,214 @@
+package durable
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// SyncDir fsyncs the directory path, making the creation, removal or
+// renaming of its entries durable. path is opened without following
+// symlinks.
+func (o Ops) SyncDir(path string) error {
+	d, err := o.openFile(path, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return fmt.Errorf("sync dir: %w", err)
+	}
+	defer d.Close()
+	if err := o.sync(d); err != nil {
+		return fmt.Errorf("sync dir %s: %w", path, err)
+	}
+	return nil
+}
+
+// SyncTree fsyncs every regular file and directory under root, each
+// directory after everything in it and root last: the one durable seal of a
+// staging store, written without per-file fsyncs, before the rename that
+// installs it (STYLE.md §5). It walks by descriptor without following
+// symlinks and refuses a symlink or special file anywhere, since a store
+// never holds one. The parent of root is not synced: the rename that
+// follows syncs it.
+func (o Ops) SyncTree(root string) error {
+	d, err := o.openFile(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return fmt.Errorf("sync tree: %w", err)
+	}
+	defer d.Close()
+	if err := o.syncTree(d); err != nil {
+		return fmt.Errorf("sync tree %s: %w", root, err)
+	}
+	return nil
+}
+
+func (o Ops) syncTree(d *os.File) error {
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	dfd := int(d.Fd())
+	for _, name := range names {
+		p := filepath.Join(d.Name(), name)
+		var st unix.Stat_t
+		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &os.PathError{Op: "lstat", Path: p, Err: err}
+		}
+		var flags int
+		switch {
+		case isDir(st):
+			flags = unix.O_RDONLY | unix.O_DIRECTORY
+		case isRegular(st):
+			flags = unix.O_RDONLY | unix.O_NONBLOCK
+		default:
+			return &os.PathError{Op: "sync", Path: p, Err: errNotRegular}
+		}
+		fd, err := unix.Openat(dfd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &os.PathError{Op: "open", Path: p, Err: err}
+		}
+		child := os.NewFile(uintptr(fd), p)
+		if isDir(st) {
+			err = o.syncTree(child)
+		} else if err = requireRegular(child); err == nil {
+			err = o.sync(child)
+		}
+		child.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return o.sync(d)
+}
+
+// Rename renames oldpath to newpath (a file, or a directory over an absent
+// or empty one) and then fsyncs the parent of newpath and, when different,
+// that of oldpath: a rename is durable only once both directories are.
+// Parents are resolved without following symlinks. Like rename(2) it
+// replaces an existing file at newpath; use [Ops.RenameNoReplace] where
+// something there must be kept.
+func (o Ops) Rename(oldpath, newpath string) error {
+	return o.rename(oldpath, newpath, false)
+}
+
+// RenameNoReplace is [Ops.Rename] with renameat2(RENAME_NOREPLACE): it
+// fails with an error matching os.ErrExist rather than replace newpath. The
+// cutover and the displacement of a sidecar into a backup use it, so that
+// an unexpected sibling is never silently destroyed.
+func (o Ops) RenameNoReplace(oldpath, newpath string) error {
+	return o.rename(oldpath, newpath, true)
+}
+
+func (o Ops) rename(oldpath, newpath string, noReplace bool) error {
+	oldDir, _, err := splitPath(oldpath)
+	if err != nil {
+		return err
+	}
+	newDir, _, err := splitPath(newpath)
+	if err != nil {
+		return err
+	}
+	Failpoint(fpBeforeRename)
+	if err := o.renameAt(oldpath, newpath, noReplace); err != nil {
+		return err
+	}
+	Failpoint(fpAfterRename)
+	if err := o.SyncDir(newDir); err != nil {
+		return fmt.Errorf("rename %s: %w", newpath, err)
+	}
+	if filepath.Clean(oldDir) != filepath.Clean(newDir) {
+		if err := o.SyncDir(oldDir); err != nil {
+			return fmt.Errorf("rename %s: %w", oldpath, err)
+		}
+	}
+	return nil
+}
+
+// MkdirPrivate makes the directory path with mode 0700, chmod-ed explicitly
+// whatever the umask (pi refuses a store directory with any group or other
+// bit), and fsyncs its parent when it created it so that files later made
+// durable inside it cannot lose their directory. An existing real
+// directory is accepted and set to 0700; a symlink anywhere is refused.
+// Only the last component is created. Running as root, a directory it
+// creates belongs to the owner of its parent from the start (see
+// inheritOwner in owner.go).
+func (o Ops) MkdirPrivate(path string) error {
+	dir, name, err := splitPath(path)
+	if err != nil {
+		return fmt.Errorf("mkdir: %w", err)
+	}
+	parent, err := o.openFile(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return fmt.Errorf("mkdir %s: %w", path, err)
+	}
+	defer parent.Close()
+	pfd := int(parent.Fd())
+	err = unix.Mkdirat(pfd, name, 0o700)
+	created := err == nil
+	if err != nil && err != unix.EEXIST {
+		return &os.PathError{Op: "mkdir", Path: path, Err: err}
+	}
+	fd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "mkdir", Path: path, Err: err}
+	}
+	d := os.NewFile(uintptr(fd), path)
+	defer d.Close()
+	if err := fchmod(d, 0o700); err != nil {
+		return err
+	}
+	if created {
+		if err := inheritOwnerAt(parent, d); err != nil {
+			return err
+		}
+		if err := o.sync(parent); err != nil {
+			return fmt.Errorf("mkdir %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// HasSymlinkAncestor reports the first directory on the way to path that
+// is a symlink, checking every component but the last (lstat the last
+// yourself, or let [Ops.OpenNoFollow] refuse it). pi opens sidecars with no
+// symlink in any component, so a session under a symlinked directory (a
+// symlinked ~/.pi, say) can never use one: discovery refuses it with this
+// component as the reason. The path is not cleaned first: "a/b/../c" checks
+// a/b, as the kernel would resolve it. Components are checked until one
+// does not exist; a relative path is checked from the working directory on.
+func (o Ops) HasSymlinkAncestor(path string) (string, bool, error) {
+	var parts []string
+	for _, c := range strings.Split(path, "/") {
+		if c != "" && c != "." {
+			parts = append(parts, c)
+		}
+	}
+	if len(parts) == 0 {
+		return "", false, nil
+	}
+	cur := ""
+	if filepath.IsAbs(path) {
+		cur = "/"
+	}
+	for _, c := range parts[:len(parts)-1] {
+		if cur == "" || cur == "/" {
+			cur += c
+		} else {
+			cur += "/" + c
+		}
+		fi, err := os.Lstat(cur)
+		if os.IsNotExist(err) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return cur, true, nil
+		}
+	}
+	return "", false, nil
+}

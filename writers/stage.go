@@ -1,0 +1,120 @@
+// Package writers builds Session Store V2 stores from sources: Stage writes
+// every entry of a readers.Source, in order and byte for byte, into a new
+// store through package store, the way the reference's migration fills its
+// staging directory (FORMAT.md §2–§5, §7–§8).
+package writers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"pisess/readers"
+	"pisess/writers/durable"
+	"pisess/writers/store"
+	"pisess/writers/wire"
+)
+
+// StageOptions configure Stage.
+type StageOptions struct {
+	// MaxSegmentBytes is the segment rollover size; 0 means 64 MiB, the
+	// most pi reads (more is refused by store.Create).
+	MaxSegmentBytes int64
+	// Clock stamps frames, the manifest and checkpoints; nil means the wall
+	// clock. Fix it to reproduce a store byte for byte.
+	Clock func() time.Time
+	// Ops performs every file operation; the zero value is durable.OS.
+	Ops durable.Ops
+	// Progress, when set, is called after each entry with the number of
+	// bytes its frame line (newline included) added to the store.
+	Progress func(bytes int64)
+	// Events are appended to migrations/ledger.jsonl, in order, after the
+	// manifest (the reference's migration writes its one completed event
+	// into the staging store before installing it). None: no ledger file.
+	Events []wire.MigrationEvent
+	// SourceState, when set, is written as source-state.json after the
+	// events. Nil: no source-state.json.
+	SourceState *wire.SourceState
+}
+
+// StageResult describes the store Stage wrote.
+type StageResult struct {
+	// Manifest is the manifest as written.
+	Manifest wire.Manifest
+	// Entries is the number of frames, Bytes the sum of their line lengths.
+	Entries uint64
+	Bytes   uint64
+	// ChainHash is the hash chain after the last frame (the genesis value
+	// for an empty store).
+	ChainHash string
+}
+
+// Stage creates a store in dir (which must not exist, or be an empty
+// directory) and fills it from src: every entry in source order with its
+// id, parent, type and payload bytes exactly as src gives them, then the
+// manifest (sessionId the header's ID, sourceFormat the header's Format),
+// then opt.Events and opt.SourceState when given, and finally seals it
+// (every file and directory fsynced). It does not close src.
+//
+// Stage never installs anything and never removes anything: on error, dir
+// may hold a partial store, which the caller owns and must quarantine or
+// remove (it is a staging directory, invisible to pi by its name). A
+// cancelled ctx stops it between two entries with ctx's error.
+func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions) (res StageResult, err error) {
+	h := src.Header()
+	w, err := store.Create(dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops})
+	if err != nil {
+		return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
+	}
+	defer func() {
+		// After Seal, Close only releases descriptors; before it, the
+		// store is partial anyway and the first error is the one to report.
+		if cerr := w.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("stage %s: %w", dir, cerr)
+		}
+	}()
+	for {
+		if err := ctx.Err(); err != nil {
+			return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
+		}
+		e, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return StageResult{}, fmt.Errorf("stage %s: read source: %w", dir, err)
+		}
+		row, err := w.Append(e.ID, e.ParentID, e.Type, e.Payload)
+		if err != nil {
+			return StageResult{}, fmt.Errorf("stage %s: entry %d (%s): %w", dir, e.Position, e.ID, err)
+		}
+		if opt.Progress != nil {
+			opt.Progress(int64(row.ByteLength))
+		}
+	}
+	m, err := w.WriteManifest(h.ID, string(h.Format))
+	if err != nil {
+		return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
+	}
+	for _, ev := range opt.Events {
+		if err := w.AppendLedger(ev); err != nil {
+			return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
+		}
+	}
+	if opt.SourceState != nil {
+		if err := w.WriteSourceState(*opt.SourceState); err != nil {
+			return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
+		}
+	}
+	if err := w.Seal(); err != nil {
+		return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
+	}
+	return StageResult{
+		Manifest:  m,
+		Entries:   m.Counters.EntriesTotal,
+		Bytes:     m.Counters.BytesTotal,
+		ChainHash: m.Integrity.ChainHash,
+	}, nil
+}

@@ -1,0 +1,226 @@
+package writers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"pisess/readers"
+	"pisess/readers/jsonl"
+	"pisess/writers/durable"
+	"pisess/writers/store"
+	"pisess/writers/wire"
+)
+
+var fixed = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func clock() time.Time { return fixed }
+
+// sliceSource is a readers.Source over entries held in memory; err, when
+// set, is returned after the entries instead of io.EOF.
+type sliceSource struct {
+	header  readers.Header
+	entries []readers.Entry
+	err     error
+	next    int
+}
+
+func (s *sliceSource) Header() readers.Header { return s.header }
+func (s *sliceSource) Close() error           { return nil }
+func (s *sliceSource) Next() (readers.Entry, error) {
+	if s.next < len(s.entries) {
+		s.next++
+		return s.entries[s.next-1], nil
+	}
+	if s.err != nil {
+		return readers.Entry{}, s.err
+	}
+	return readers.Entry{}, io.EOF
+}
+
+const sessionID = "3f2b8c1e-9a4d-4e6f-8b2a-1c5d7e9f0a1b"
+
+func entry(id, parent string) readers.Entry {
+	p := `{"id":"` + id + `",`
+	if parent != "" {
+		p += `"parentId":"` + parent + `",`
+	}
+	p += `"timestamp":"2026-01-05T10:00:01.000Z","type":"label","targetId":"` + id + `"}`
+	return readers.Entry{ID: id, ParentID: parent, Type: "label", Payload: []byte(p)}
+}
+
+func newSource(entries ...readers.Entry) *sliceSource {
+	return &sliceSource{header: readers.Header{ID: sessionID, Format: readers.FormatJSONLv3}, entries: entries}
+}
+
+func TestStageWritesEverything(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s.v2.staging.0123")
+	src := newSource(entry("a1", ""), entry("b2", "a1"), entry("c3", "a1"))
+	var progress int64
+	ev := wire.MigrationEvent{
+		MigrationID: "0b7f3c1e-9a4d-4e6f-8b2a-1c5d7e9f0a1b", Phase: wire.PhaseCompleted,
+		SourcePath: "/t/s.jsonl", TargetPath: "/t/s.v2",
+		SourceFormat: wire.FormatJSONLv3, TargetFormat: wire.FormatNativeV2,
+		Verification: wire.Verification{EntryCountMatch: true, HashChainMatch: true, IndexConsistent: true},
+		Outcome:      wire.OutcomeOK, CorrelationID: "run-2026-01-01",
+	}
+	state := wire.SourceState{State: wire.SourceDirty}
+	res, err := Stage(context.Background(), src, dir, StageOptions{
+		Clock: clock, Ops: durable.OS,
+		Progress:    func(n int64) { progress += n },
+		Events:      []wire.MigrationEvent{ev},
+		SourceState: &state,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Entries != 3 || res.Bytes == 0 || uint64(progress) != res.Bytes {
+		t.Errorf("result %+v, progress %d", res, progress)
+	}
+	chain := wire.ChainGenesis
+	for _, e := range src.entries {
+		chain = wire.ChainStep(chain, wire.PayloadSHA256(e.Payload))
+	}
+	if res.ChainHash != chain || res.Manifest.Integrity.ChainHash != chain {
+		t.Errorf("chain %s, want %s", res.ChainHash, chain)
+	}
+	m := res.Manifest
+	if m.SessionID != sessionID || m.SourceFormat != wire.FormatJSONLv3 || m.Counters.BranchesTotal != 1 ||
+		m.CreatedAt != "2026-01-01T00:00:00.000Z" {
+		t.Errorf("manifest %+v", m)
+	}
+
+	st, err := store.Open(dir, store.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problems := st.Check(); len(problems) != 0 {
+		t.Errorf("staged store has problems: %v", problems)
+	}
+	it := st.Entries()
+	defer it.Close()
+	for i := 0; it.Next(); i++ {
+		f, want := it.Frame(), src.entries[i]
+		if f.EntryID != want.ID || f.ParentEntryID != want.ParentID || string(f.EntryType) != want.Type ||
+			!bytes.Equal(f.Payload, want.Payload) || f.EntrySeq != uint64(i+1) {
+			t.Errorf("frame %d: %+v", i+1, f)
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.Ledger()
+	if err != nil || len(evs) != 1 || evs[0].At != "2026-01-01T00:00:00.000Z" || evs[0].CorrelationID != ev.CorrelationID {
+		t.Errorf("ledger %+v, %v", evs, err)
+	}
+	ss, err := st.SourceState()
+	if err != nil || ss.State != wire.SourceDirty {
+		t.Errorf("source state %+v, %v", ss, err)
+	}
+}
+
+func TestStageEmptySourceWritesOnlyTheManifest(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "empty.v2")
+	res, err := Stage(context.Background(), newSource(), dir, StageOptions{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Entries != 0 || res.ChainHash != wire.ChainGenesis || res.Manifest.Integrity.LastCRC32C != wire.EmptyCRC32C {
+		t.Errorf("result %+v", res)
+	}
+	for _, p := range []string{store.IndexPath(dir), store.LedgerPath(dir), store.SourceStatePath(dir)} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s exists in an empty store: %v", p, err)
+		}
+	}
+}
+
+func TestStageMatchesReference(t *testing.T) {
+	vec, err := filepath.Abs("../../shared/vectors/accept/rollover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(vec); err != nil {
+		t.Skipf("vectors not found: %v", err)
+	}
+	src, err := jsonl.Open(filepath.Join(vec, "source.jsonl"), jsonl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dir := filepath.Join(t.TempDir(), "rollover.v2")
+	res, err := Stage(context.Background(), src, dir, StageOptions{MaxSegmentBytes: 4096, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Manifest.Files.SegmentCount != 14 {
+		t.Errorf("%d segments, want 14", res.Manifest.Files.SegmentCount)
+	}
+	ref := filepath.Join(vec, "reference.v2")
+	files := []string{"manifest.json", "index/offsets.jsonl"}
+	segs, _ := filepath.Glob(filepath.Join(ref, "segments", "*.seg"))
+	for _, s := range segs {
+		files = append(files, "segments/"+filepath.Base(s))
+	}
+	for _, f := range files {
+		want, err := os.ReadFile(filepath.Join(ref, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the reference (%v)", f, err)
+		}
+	}
+}
+
+func TestStageErrorsLeaveTheDirectory(t *testing.T) {
+	boom := errors.New("source broke")
+	tests := []struct {
+		name string
+		src  *sliceSource
+		ctx  func() context.Context
+		want func(error) bool
+	}{
+		{"source error", &sliceSource{header: readers.Header{ID: sessionID, Format: readers.FormatJSONLv3},
+			entries: []readers.Entry{entry("a1", "")}, err: boom},
+			context.Background, func(err error) bool { return errors.Is(err, boom) }},
+		{"canceled", newSource(entry("a1", "")), func() context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx
+		}, func(err error) bool { return errors.Is(err, context.Canceled) }},
+		{"session id not a UUID", &sliceSource{header: readers.Header{ID: "my-custom-session-id", Format: readers.FormatJSONLv3}},
+			context.Background, func(err error) bool { return strings.Contains(err.Error(), "UUID") }},
+		{"bad entry id", newSource(entry("has space", "")), context.Background,
+			func(err error) bool { return strings.Contains(err.Error(), "has space") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "s.v2.staging.x")
+			_, err := Stage(tt.ctx(), tt.src, dir, StageOptions{Clock: clock})
+			if err == nil || !tt.want(err) {
+				t.Fatalf("err = %v", err)
+			}
+			if _, serr := os.Stat(dir); serr != nil {
+				t.Errorf("Stage removed the staging dir it does not own: %v", serr)
+			}
+		})
+	}
+}
+
+func TestStageRefusesAnExistingStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s.v2")
+	if _, err := Stage(context.Background(), newSource(entry("a1", "")), dir, StageOptions{Clock: clock}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Stage(context.Background(), newSource(entry("a1", "")), dir, StageOptions{Clock: clock}); err == nil {
+		t.Fatal("staged over an existing store")
+	}
+}

@@ -1,0 +1,760 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"pisess/writers/wire"
+)
+
+// Class classifies a Problem. Callers branch on it, never on Detail.
+type Class string
+
+const (
+	// ClassMissingFile: a file or directory the store needs is absent (the
+	// manifest, segments/, index/, the index while segments hold data, a
+	// segment an index row names).
+	ClassMissingFile Class = "missing_file"
+	// ClassTornTail: the end of the last segment, the index or the ledger
+	// is an incomplete write: a last line without its newline, a frame cut
+	// short, a zero-filled tail. The one damage CutTornTail repairs.
+	ClassTornTail Class = "torn_tail"
+	// ClassCRCMismatch: a frame line does not match its row's CRC-32C, or
+	// its payload does not match payloadSha256/payloadBytes.
+	ClassCRCMismatch Class = "crc_mismatch"
+	// ClassIndexOutOfBounds: an index row's range lies outside its segment.
+	ClassIndexOutOfBounds Class = "index_out_of_bounds"
+	// ClassIndexLagging: whole frames after the last indexed one (frames
+	// written, rows not): RebuildIndex repairs it.
+	ClassIndexLagging Class = "index_lagging"
+	// ClassChainBreak: the hash chain over the frames differs from the
+	// manifest's or a checkpoint's chainHash.
+	ClassChainBreak Class = "chain_break"
+	// ClassManifestMismatch: the manifest's hash does not match it, or its
+	// counters, head, segment count or lastCrc32c differ from the store.
+	ClassManifestMismatch Class = "manifest_mismatch"
+	// ClassInvariantFalse: a manifest invariant is false (the reference
+	// rejects such a manifest).
+	ClassInvariantFalse Class = "invariant_false"
+	// ClassBadDocument: a document the codec refuses, an index whose rows
+	// break the sequence rules, a frame that does not match its row, a
+	// segment over the size limit, a parent link that is missing or cyclic,
+	// checkpoints that go backwards, unindexed bytes that are not frames.
+	ClassBadDocument Class = "bad_document"
+	// ClassUnindexedSegment: a *.seg that no index row names (or whose
+	// name is not the canonical 16-digit one); *.seg.bak is ignored.
+	ClassUnindexedSegment Class = "unindexed_segment"
+	// ClassBadMode: a group or other permission bit, or the wrong file type
+	// (pi refuses both, FORMAT.md §1).
+	ClassBadMode Class = "bad_mode"
+	// ClassSymlink: a symlink in the store or on the way to it.
+	ClassSymlink Class = "symlink"
+)
+
+// Problem is one finding of Check.
+type Problem struct {
+	Class   Class
+	Path    string
+	Segment uint64 // segment number, 0 when the problem is not in a segment
+	Offset  int64  // byte offset in Segment (meaningful when Segment > 0)
+	Line    int64  // 1-based line of the index or ledger, 0 when none
+	Detail  string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", p.Class, p.Path)
+	if p.Segment > 0 {
+		fmt.Fprintf(&b, " segment %d offset %d", p.Segment, p.Offset)
+	}
+	if p.Line > 0 {
+		fmt.Fprintf(&b, " line %d", p.Line)
+	}
+	if p.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(p.Detail)
+	}
+	return b.String()
+}
+
+// Check verifies the whole store against FORMAT.md §1–§6 and §11.5–7 and
+// returns every problem found, in the order found; none means pi would
+// accept the store (payloads' typed-entry parsing and the comparison with
+// the source aside: those are verify's). It never writes. A problem that
+// makes later checks meaningless suppresses them rather than cascading:
+// without a readable index nothing is compared with it, and without every
+// frame verified no counter or chain is recomputed.
+func (s *Store) Check() []Problem {
+	c := &checker{s: s, segs: map[uint64]*segInfo{}}
+	if !c.checkRoot() {
+		return c.problems
+	}
+	c.checkDirs()
+	c.listSegments()
+	for _, name := range []string{MutationLockName, SourceStateName} {
+		c.entry(filepath.Join(s.root, name), false, false)
+	}
+	c.checkCheckpointFiles()
+	c.readIndex()
+	c.checkFrames()
+	c.checkCoverage()
+	c.checkParents()
+	c.checkManifest()
+	c.checkCheckpointChains()
+	c.checkLedger()
+	c.checkSourceState()
+	return c.problems
+}
+
+type segInfo struct {
+	seq       uint64
+	path      string
+	size      int64
+	usable    bool // a regular file, not a symlink
+	indexed   bool
+	end       uint64 // end of the last in-bounds row
+	troubled  bool   // a row in it had a problem: its coverage is not judged
+}
+
+type indexedRow struct {
+	wire.IndexRow
+	line int64
+}
+
+type checkpointDoc struct {
+	wire.Checkpoint
+	path string
+}
+
+type checker struct {
+	s        *Store
+	problems []Problem
+
+	segs    map[uint64]*segInfo
+	lastSeg uint64 // highest canonical segment number
+
+	indexPresent bool
+	indexOK      bool // rows all read, parsed and structurally sound (or no index needed)
+	rows         []indexedRow
+
+	framesOK bool // every row's frame read and verified
+	chain    string
+	counters wire.Counters
+	parents  map[string]string
+	children map[string]uint32
+	idAt     map[uint64]string // entry id at each checkpoint head
+	chainAt  map[uint64]string // chain after each checkpoint head
+
+	checkpoints []checkpointDoc
+}
+
+func (c *checker) add(p Problem) { c.problems = append(c.problems, p) }
+
+func (c *checker) addf(class Class, path string, format string, args ...any) {
+	c.add(Problem{Class: class, Path: path, Detail: fmt.Sprintf(format, args...)})
+}
+
+// checkRoot checks the store directory itself and the path to it.
+func (c *checker) checkRoot() bool {
+	root := c.s.root
+	if p, ok, err := c.s.ops.HasSymlinkAncestor(root); err == nil && ok {
+		c.addf(ClassSymlink, p, "a symlinked directory on the way to the store: pi opens stores with no symlink in any path component")
+		return false
+	}
+	return c.entry(root, true, true)
+}
+
+// entry checks that path is a real directory (dir) or regular file with no
+// group or other permission bit. It reports a missing path only when
+// required, and returns whether the path exists and can be read.
+func (c *checker) entry(path string, dir, required bool) bool {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if required {
+			c.addf(ClassMissingFile, path, "missing")
+		}
+		return false
+	case err != nil:
+		c.addf(ClassBadMode, path, "cannot stat: %v", err)
+		return false
+	case st.Mode()&fs.ModeSymlink != 0:
+		c.addf(ClassSymlink, path, "is a symlink: pi refuses it")
+		return false
+	case dir && !st.IsDir():
+		c.addf(ClassBadMode, path, "is not a directory (%v)", st.Mode().Type())
+		return false
+	case !dir && !st.Mode().IsRegular():
+		c.addf(ClassBadMode, path, "is not a regular file (%v)", st.Mode().Type())
+		return false
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		want := os.FileMode(0o600)
+		if dir {
+			want = 0o700
+		}
+		c.addf(ClassBadMode, path, "mode %04o has group or other bits (pi requires %04o)", perm, want)
+	}
+	return true
+}
+
+func (c *checker) checkDirs() {
+	root := c.s.root
+	for _, d := range []string{SegmentsDir, IndexDir} {
+		c.entry(filepath.Join(root, d), true, true)
+	}
+	for _, d := range []string{CheckpointsDir, MigrationsDir, TmpDir} {
+		c.entry(filepath.Join(root, d), true, false)
+	}
+}
+
+// listSegments records every *.seg: canonical names become segments,
+// others are reported as unindexed (pi's resume refuses them).
+func (c *checker) listSegments() {
+	dir := SegmentsPath(c.s.root)
+	names, err := readDirNames(c.s.ops, dir)
+	if err != nil {
+		return // reported by checkDirs
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		seq, ok, numeric := wire.ParseSegmentFileName(n)
+		if !ok {
+			continue
+		}
+		path := filepath.Join(dir, n)
+		switch {
+		case !numeric:
+			c.addf(ClassUnindexedSegment, path, "segment file name is not a number")
+			continue
+		case n != wire.SegmentFileName(seq):
+			c.addf(ClassUnindexedSegment, path, "segment file name is not the canonical %s", wire.SegmentFileName(seq))
+			continue
+		}
+		info := &segInfo{seq: seq, path: path}
+		c.segs[seq] = info
+		c.lastSeg = max(c.lastSeg, seq)
+		if info.usable = c.entry(path, false, true); info.usable {
+			if st, err := os.Lstat(path); err == nil {
+				info.size = st.Size()
+			}
+		}
+	}
+}
+
+// readIndex reads the index rows and checks their mutual structure. It
+// stops at the first row it cannot trust: what follows would only cascade.
+func (c *checker) readIndex() {
+	path := IndexPath(c.s.root)
+	needed := false
+	for _, sg := range c.segs {
+		needed = needed || sg.size > 0 || !sg.usable
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		if needed {
+			c.addf(ClassMissingFile, path, "missing while segments hold frames")
+		} else {
+			c.indexOK = true
+		}
+		return
+	}
+	if !c.entry(path, false, true) {
+		return
+	}
+	c.indexPresent = true
+	f, _, err := openRegular(c.s.ops, path)
+	if err != nil {
+		c.addf(ClassBadDocument, path, "cannot open: %v", err)
+		return
+	}
+	defer f.Close()
+	lr := newLineReader(f)
+	ids := map[string]bool{}
+	var prev wire.IndexRow
+	for {
+		line, err := lr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			class := ClassBadDocument
+			if errors.Is(err, ErrTornTail) {
+				class = ClassTornTail
+			}
+			c.add(Problem{Class: class, Path: path, Line: lr.line, Detail: err.Error()})
+			return
+		}
+		row, err := wire.ParseIndexRow(line)
+		if err != nil {
+			c.add(Problem{Class: ClassBadDocument, Path: path, Line: lr.line, Detail: err.Error()})
+			return
+		}
+		bad := func(format string, args ...any) {
+			c.add(Problem{Class: ClassBadDocument, Path: path, Line: lr.line, Detail: fmt.Sprintf(format, args...)})
+		}
+		switch {
+		case row.EntrySeq != prev.EntrySeq+1:
+			bad("entrySeq %d follows %d: entry sequence numbers must be contiguous from 1", row.EntrySeq, prev.EntrySeq)
+			return
+		case ids[row.EntryID]:
+			bad("entry id %q appears twice", row.EntryID)
+			return
+		case row.SegmentSeq < prev.SegmentSeq:
+			bad("segmentSeq %d follows %d: segments must not go backwards", row.SegmentSeq, prev.SegmentSeq)
+			return
+		}
+		ids[row.EntryID] = true
+		c.rows = append(c.rows, indexedRow{row, lr.line})
+		prev = row
+	}
+	c.indexOK = true
+}
+
+// checkFrames reads every indexed frame: bounds, contiguity within its
+// segment, CRC, frame document, coordinates; and accumulates the chain,
+// counters and parent links from the good ones.
+func (c *checker) checkFrames() {
+	c.framesOK = c.indexOK
+	c.chain = wire.ChainGenesis
+	c.parents = map[string]string{}
+	c.children = map[string]uint32{}
+	c.idAt, c.chainAt = map[uint64]string{}, map[uint64]string{}
+	wanted := map[uint64]bool{}
+	for _, cp := range c.checkpoints {
+		wanted[cp.HeadEntrySeq] = true
+	}
+	var (
+		open      *segmentFile
+		known     bool // whether the next row's frameSeq/offset can be predicted
+		wantFrame uint64
+		wantOff   uint64
+		missing   = map[uint64]bool{}
+		buf       []byte
+	)
+	defer func() {
+		if open != nil {
+			open.f.Close()
+		}
+	}()
+	for i, r := range c.rows {
+		sg := c.segs[r.SegmentSeq]
+		if i == 0 || r.SegmentSeq != c.rows[i-1].SegmentSeq {
+			known, wantFrame, wantOff = true, 1, 0
+			if sg != nil && sg.usable && sg.size > c.s.max {
+				c.add(Problem{Class: ClassBadDocument, Path: sg.path, Segment: sg.seq,
+					Detail: fmt.Sprintf("segment of %d bytes exceeds the %d-byte limit pi reads with", sg.size, c.s.max)})
+			}
+		}
+		if sg == nil {
+			if !missing[r.SegmentSeq] {
+				missing[r.SegmentSeq] = true
+				c.add(Problem{Class: ClassMissingFile, Path: SegmentPath(c.s.root, r.SegmentSeq), Segment: r.SegmentSeq,
+					Detail: fmt.Sprintf("named by index line %d", r.line)})
+			}
+			c.framesOK = false
+			continue
+		}
+		sg.indexed = true
+		if !sg.usable {
+			c.framesOK = false
+			continue
+		}
+		at := Problem{Path: sg.path, Segment: sg.seq, Offset: int64(min(r.ByteOffset, 1<<62)), Line: r.line}
+		problem := func(class Class, format string, args ...any) {
+			p := at
+			p.Class, p.Detail = class, fmt.Sprintf(format, args...)
+			c.add(p)
+			c.framesOK = false
+			known = false
+			sg.troubled = true
+		}
+		end := r.ByteOffset + r.ByteLength
+		switch {
+		case r.ByteLength > uint64(c.s.max):
+			problem(ClassBadDocument, "index line %d: frame of %d bytes exceeds the %d-byte limit", r.line, r.ByteLength, c.s.max)
+			continue
+		case end < r.ByteOffset || end > uint64(sg.size):
+			if c.tornAt(sg, r, i) {
+				problem(ClassTornTail, "the last frame is cut short: index line %d ends at %d, the segment at %d", r.line, end, sg.size)
+			} else {
+				problem(ClassIndexOutOfBounds, "index line %d: range %d..%d beyond the segment's %d bytes", r.line, r.ByteOffset, end, sg.size)
+			}
+			continue
+		}
+		sg.end = max(sg.end, end)
+		if known && (r.FrameSeq != wantFrame || r.ByteOffset != wantOff) {
+			problem(ClassBadDocument, "index line %d: frame %d at offset %d, expected frame %d at %d (rows must be contiguous in a segment)",
+				r.line, r.FrameSeq, r.ByteOffset, wantFrame, wantOff)
+			known, wantFrame, wantOff = true, r.FrameSeq+1, end
+			continue
+		}
+		known, wantFrame, wantOff = true, r.FrameSeq+1, end
+		if open == nil || open.seq != sg.seq {
+			if open != nil {
+				open.f.Close()
+				open = nil
+			}
+			f, _, err := openRegular(c.s.ops, sg.path)
+			if err != nil {
+				problem(ClassBadDocument, "cannot open: %v", err)
+				continue
+			}
+			open = &segmentFile{seq: sg.seq, path: sg.path, f: f, size: sg.size}
+		}
+		if uint64(cap(buf)) < r.ByteLength {
+			buf = make([]byte, r.ByteLength)
+		}
+		buf = buf[:r.ByteLength]
+		if _, err := open.f.ReadAt(buf, int64(r.ByteOffset)); err != nil {
+			problem(ClassBadDocument, "read: %v", err)
+			continue
+		}
+		f, err := checkFrame(buf, r.IndexRow)
+		if err != nil {
+			class := ClassBadDocument
+			if errors.Is(err, wire.ErrChecksum) {
+				class = ClassCRCMismatch
+			}
+			problem(class, "%v", err)
+			continue
+		}
+		c.account(f, wanted)
+	}
+}
+
+// tornAt reports whether row i (out of bounds) is a torn write: the last
+// row, in the last segment, starting inside the file, which ends without a
+// newline (frame lines hold no raw newline, so a complete one ends in one).
+func (c *checker) tornAt(sg *segInfo, r indexedRow, i int) bool {
+	if i != len(c.rows)-1 || sg.seq != c.lastSeg || r.ByteOffset >= uint64(sg.size) {
+		return false
+	}
+	last, err := c.readSegment(sg, sg.size-1, 1)
+	return err == nil && last[0] != '\n'
+}
+
+func (c *checker) readSegment(sg *segInfo, off, n int64) ([]byte, error) {
+	f, _, err := openRegular(c.s.ops, sg.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	_, err = f.ReadAt(b, off)
+	return b, err
+}
+
+// account adds a verified frame to the recomputed facts.
+func (c *checker) account(f wire.Frame, wanted map[uint64]bool) {
+	c.chain = wire.ChainStep(c.chain, f.PayloadSHA256)
+	c.counters.EntriesTotal++
+	switch f.EntryType {
+	case wire.EntryMessage:
+		c.counters.MessagesTotal++
+	case wire.EntryCompaction:
+		c.counters.CompactionsTotal++
+	}
+	c.parents[f.EntryID] = f.ParentEntryID
+	if f.ParentEntryID != "" {
+		c.children[f.ParentEntryID]++
+	}
+	if wanted[f.EntrySeq] {
+		c.idAt[f.EntrySeq], c.chainAt[f.EntrySeq] = f.EntryID, c.chain
+	}
+}
+
+// checkCoverage checks that every byte of every segment is covered by an
+// index row and that every segment is indexed; it classifies what lies
+// after the last indexed frame.
+func (c *checker) checkCoverage() {
+	if !c.indexOK {
+		return
+	}
+	seqs := make([]uint64, 0, len(c.segs))
+	for seq := range c.segs {
+		seqs = append(seqs, seq)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	for _, seq := range seqs {
+		sg := c.segs[seq]
+		if !sg.usable || sg.troubled {
+			continue
+		}
+		if !sg.indexed {
+			c.add(Problem{Class: ClassUnindexedSegment, Path: sg.path, Segment: seq,
+				Detail: fmt.Sprintf("%d bytes in a segment no index row names", sg.size)})
+			continue
+		}
+		if uint64(sg.size) > sg.end {
+			c.classifyTail(sg)
+		}
+	}
+}
+
+// classifyTail reports the bytes after a segment's last indexed frame:
+// whole frames continuing the sequence (index lagging), a zero-filled or
+// unterminated remainder (torn, in the last segment), anything else.
+func (c *checker) classifyTail(sg *segInfo) {
+	tail, err := c.readSegment(sg, int64(sg.end), sg.size-int64(sg.end))
+	if err != nil {
+		c.add(Problem{Class: ClassBadDocument, Path: sg.path, Segment: sg.seq, Offset: int64(sg.end), Detail: fmt.Sprintf("read: %v", err)})
+		return
+	}
+	off := int64(sg.end)
+	lagging := 0
+	for len(tail) > 0 {
+		i := bytes.IndexByte(tail, '\n')
+		if i < 0 || isZero(tail[:i+1]) {
+			break
+		}
+		if _, err := wire.ParseFrame(tail[:i+1]); err != nil {
+			break
+		}
+		if lagging == 0 {
+			c.add(Problem{Class: ClassIndexLagging, Path: sg.path, Segment: sg.seq, Offset: off,
+				Detail: "whole frames after the last indexed one have no index row"})
+		}
+		lagging++
+		off += int64(i + 1)
+		tail = tail[i+1:]
+	}
+	if len(tail) == 0 {
+		return
+	}
+	p := Problem{Path: sg.path, Segment: sg.seq, Offset: off}
+	switch {
+	case sg.seq == c.lastSeg && isZero(tail):
+		p.Class, p.Detail = ClassTornTail, fmt.Sprintf("%d zero bytes after the last frame", len(tail))
+	case sg.seq == c.lastSeg && bytes.IndexByte(tail, '\n') < 0:
+		p.Class, p.Detail = ClassTornTail, fmt.Sprintf("%d bytes of an unterminated frame after the last one", len(tail))
+	default:
+		p.Class, p.Detail = ClassBadDocument, fmt.Sprintf("%d bytes no index row covers and that are not frames", len(tail))
+	}
+	c.add(p)
+}
+
+// checkParents checks the parent links of the verified frames: closed and
+// acyclic, as the reference's integrity check requires.
+func (c *checker) checkParents() {
+	if !c.framesOK {
+		return
+	}
+	ids := make([]string, 0, len(c.parents))
+	for id := range c.parents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if p := c.parents[id]; p != "" {
+			if _, ok := c.parents[p]; !ok {
+				c.addf(ClassBadDocument, IndexPath(c.s.root), "entry %q names parent %q, which is not in the store", id, p)
+				return
+			}
+		}
+	}
+	if hasParentCycle(c.parents) {
+		c.addf(ClassBadDocument, IndexPath(c.s.root), "the parent links form a cycle")
+	}
+}
+
+// checkManifest reads the manifest and compares it with the store.
+func (c *checker) checkManifest() {
+	path := ManifestPath(c.s.root)
+	if !c.entry(path, false, true) {
+		return
+	}
+	b, err := readSmall(c.s.ops, path, wire.MaxDocumentBytes)
+	if err != nil {
+		c.addf(ClassBadDocument, path, "%v", err)
+		return
+	}
+	m, err := wire.ParseManifest(b)
+	switch {
+	case errors.Is(err, wire.ErrChecksum):
+		c.addf(ClassManifestMismatch, path, "%v", err)
+		return
+	case err != nil:
+		c.addf(ClassBadDocument, path, "%v", err)
+		return
+	}
+	for _, name := range m.Invariants.False() {
+		c.addf(ClassInvariantFalse, path, "invariants.%s is false", name)
+	}
+	mismatch := func(member string, want, got any) {
+		c.addf(ClassManifestMismatch, path, "%s is %v, the store has %v", member, got, want)
+	}
+	cn := m.Counters
+	if cn.MessagesTotal+cn.CompactionsTotal > cn.EntriesTotal || cn.BranchesTotal > cn.EntriesTotal {
+		c.addf(ClassManifestMismatch, path, "counters exceed entriesTotal")
+	}
+	if !c.indexOK {
+		return
+	}
+	var facts struct {
+		bytes, segments uint64
+		head            wire.Head
+		lastCRC         string
+	}
+	facts.lastCRC = wire.EmptyCRC32C
+	for i, r := range c.rows {
+		facts.bytes += r.ByteLength
+		if i == 0 || r.SegmentSeq != c.rows[i-1].SegmentSeq {
+			facts.segments++
+		}
+		facts.head = wire.Head{SegmentSeq: r.SegmentSeq, EntrySeq: r.EntrySeq, EntryID: r.EntryID}
+		facts.lastCRC = r.CRC32C
+	}
+	if n := uint64(len(c.rows)); cn.EntriesTotal != n {
+		mismatch("counters.entriesTotal", n, cn.EntriesTotal)
+	}
+	if cn.BytesTotal != facts.bytes {
+		mismatch("counters.bytesTotal", facts.bytes, cn.BytesTotal)
+	}
+	if m.Files.SegmentCount != facts.segments {
+		mismatch("files.segmentCount", facts.segments, m.Files.SegmentCount)
+	}
+	if m.Head != facts.head {
+		mismatch("head", fmt.Sprintf("%+v", facts.head), fmt.Sprintf("%+v", m.Head))
+	}
+	if m.Integrity.LastCRC32C != facts.lastCRC {
+		mismatch("integrity.lastCrc32c", facts.lastCRC, m.Integrity.LastCRC32C)
+	}
+	if !c.framesOK {
+		return
+	}
+	var branches uint64
+	for _, n := range c.children {
+		if n > 1 {
+			branches++
+		}
+	}
+	if cn.MessagesTotal != c.counters.MessagesTotal {
+		mismatch("counters.messagesTotal", c.counters.MessagesTotal, cn.MessagesTotal)
+	}
+	if cn.CompactionsTotal != c.counters.CompactionsTotal {
+		mismatch("counters.compactionsTotal", c.counters.CompactionsTotal, cn.CompactionsTotal)
+	}
+	if cn.BranchesTotal != branches {
+		mismatch("counters.branchesTotal", branches, cn.BranchesTotal)
+	}
+	if m.Integrity.ChainHash != c.chain {
+		c.addf(ClassChainBreak, path, "integrity.chainHash is %s, the chain over the frames is %s", m.Integrity.ChainHash, c.chain)
+	}
+}
+
+// checkCheckpointFiles reads the checkpoints: names, documents, numbers,
+// and that heads never go backwards (checkpointsMonotonic).
+func (c *checker) checkCheckpointFiles() {
+	dir := CheckpointsPath(c.s.root)
+	names, err := readDirNames(c.s.ops, dir)
+	if err != nil {
+		return
+	}
+	sort.Strings(names)
+	var files []checkpointFile
+	for _, n := range names {
+		seq, ok, numeric := wire.ParseCheckpointFileName(n)
+		if !ok {
+			continue
+		}
+		path := filepath.Join(dir, n)
+		if !numeric {
+			c.addf(ClassBadDocument, path, "checkpoint file name is not a number")
+			continue
+		}
+		if c.entry(path, false, true) {
+			files = append(files, checkpointFile{seq: seq, path: path})
+		}
+	}
+	sort.SliceStable(files, func(i, j int) bool { return files[i].seq < files[j].seq })
+	var prev *checkpointDoc
+	for i, f := range files {
+		if i > 0 && f.seq == files[i-1].seq {
+			c.addf(ClassBadDocument, f.path, "checkpoint number %d appears twice", f.seq)
+			continue
+		}
+		cp, err := readCheckpoint(c.s.ops, f.path, f.seq)
+		if err != nil {
+			c.addf(ClassBadDocument, f.path, "%v", unwrapCorruption(err))
+			continue
+		}
+		doc := checkpointDoc{cp, f.path}
+		if prev != nil && (cp.HeadEntrySeq < prev.HeadEntrySeq || cp.CompactedBeforeEntrySeq < prev.CompactedBeforeEntrySeq) {
+			c.addf(ClassBadDocument, f.path, "checkpoint %d goes back from checkpoint %d's head", cp.CheckpointSeq, prev.CheckpointSeq)
+		}
+		c.checkpoints = append(c.checkpoints, doc)
+		prev = &c.checkpoints[len(c.checkpoints)-1]
+	}
+}
+
+// checkCheckpointChains checks each checkpoint's head and chain against
+// the frames (INV-004: a checkpoint's head is what the store held then).
+func (c *checker) checkCheckpointChains() {
+	if !c.framesOK {
+		return
+	}
+	for _, cp := range c.checkpoints {
+		id, ok := c.idAt[cp.HeadEntrySeq]
+		switch {
+		case !ok:
+			c.addf(ClassChainBreak, cp.path, "headEntrySeq %d is beyond the store's %d entries", cp.HeadEntrySeq, c.counters.EntriesTotal)
+		case id != cp.HeadEntryID:
+			c.addf(ClassChainBreak, cp.path, "headEntryId %q, the store has %q at entry %d", cp.HeadEntryID, id, cp.HeadEntrySeq)
+		case c.chainAt[cp.HeadEntrySeq] != cp.ChainHash:
+			c.addf(ClassChainBreak, cp.path, "chainHash differs from the chain at entry %d", cp.HeadEntrySeq)
+		}
+	}
+}
+
+func (c *checker) checkLedger() {
+	path := LedgerPath(c.s.root)
+	if !c.entry(path, false, false) {
+		return
+	}
+	_, err := readLedger(c.s.ops, path)
+	if err == nil {
+		return
+	}
+	p := Problem{Class: ClassBadDocument, Path: path, Detail: err.Error()}
+	var ce *CorruptionError
+	if errors.As(err, &ce) {
+		p.Line, p.Detail = ce.Line, ce.Err.Error()
+	}
+	if errors.Is(err, ErrTornTail) {
+		p.Class = ClassTornTail
+	}
+	c.add(p)
+}
+
+func (c *checker) checkSourceState() {
+	path := SourceStatePath(c.s.root)
+	if _, err := os.Lstat(path); err != nil {
+		return
+	}
+	b, err := readSmall(c.s.ops, path, wire.MaxSourceStateBytes)
+	if err != nil {
+		if !errors.Is(err, wire.ErrTooLarge) {
+			return // a symlink or special file: reported by entry
+		}
+		c.addf(ClassBadDocument, path, "%v", err)
+		return
+	}
+	if _, err := wire.ParseSourceState(b); err != nil {
+		c.addf(ClassBadDocument, path, "%v", err)
+	}
+}
+
+func unwrapCorruption(err error) error {
+	var ce *CorruptionError
+	if errors.As(err, &ce) {
+		return ce.Err
+	}
+	return err
+}

@@ -1,0 +1,633 @@
+package store
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"pisess/writers/durable"
+	"pisess/writers/wire"
+)
+
+var errClosed = errors.New("store writer is closed")
+
+// Options configure Create.
+type Options struct {
+	// MaxSegmentBytes is the rollover size (§2): 0 means 64 MiB, more than
+	// 64 MiB is refused because pi reads stores with that fixed limit.
+	MaxSegmentBytes int64
+	// Clock stamps frames, manifests, checkpoints and events; nil means
+	// time.Now. Tests fix it.
+	Clock func() time.Time
+	// Ops performs every file operation; the zero value is durable.OS.
+	Ops durable.Ops
+}
+
+// bufferSize is the buffered writer size for segments and the index: large
+// enough that a 200 MB migration makes few write calls.
+const bufferSize = 1 << 20
+
+// Writer builds a new store (a staging store) frame by frame. It is not safe
+// for concurrent use. Frames and index rows go through buffered writers and
+// are not fsynced one by one: see Seal. After a failed write the Writer
+// refuses further work; the partial store must be discarded.
+type Writer struct {
+	root  string
+	ops   durable.Ops
+	clock func() time.Time
+	max   int64
+
+	seg      *durable.File
+	segBuf   *bufio.Writer
+	segSeq   uint64 // current segment, from 1
+	frameSeq uint64 // frames in the current segment
+	segBytes int64
+
+	idx    *durable.File
+	idxBuf *bufio.Writer
+
+	chain    string
+	lastCRC  string
+	head     wire.Head
+	counters wire.Counters
+
+	// parents maps every entry id to its parent ("" for a root): the small
+	// per-entry cost DESIGN.md allows, needed for branch counting, the
+	// parentLinksClosed invariant and the cycle check.
+	parents  map[string]string
+	children map[string]uint32
+
+	checkpointSeq  uint64
+	checkpointHead uint64
+
+	line []byte
+	row  []byte
+	err  error
+}
+
+// Create makes a new store at dir and returns a Writer for it. dir must not
+// exist or be an empty directory, and may not be (or lie under) a symlink.
+// It creates dir, segments/, index/, checkpoints/, migrations/ and tmp/
+// with mode 0700 and an empty store.mutation.lock with mode 0600, whatever
+// the umask. The index and the first segment appear with the first frame
+// (an empty store has neither, as the reference's).
+func Create(dir string, opt Options) (*Writer, error) {
+	max := opt.MaxSegmentBytes
+	switch {
+	case max == 0:
+		max = wire.MaxSegmentBytes
+	case max < 0:
+		return nil, fmt.Errorf("create store %s: MaxSegmentBytes %d is negative", dir, max)
+	case max > wire.MaxSegmentBytes:
+		return nil, fmt.Errorf("create store %s: MaxSegmentBytes %d exceeds the 64 MiB pi reads with", dir, max)
+	}
+	clock := opt.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	w := &Writer{
+		root: dir, ops: opt.Ops, clock: clock, max: max,
+		segSeq: 1, chain: wire.ChainGenesis, lastCRC: wire.EmptyCRC32C,
+		parents: map[string]string{}, children: map[string]uint32{},
+	}
+	if err := w.makeLayout(); err != nil {
+		return nil, fmt.Errorf("create store %s: %w", dir, err)
+	}
+	return w, nil
+}
+
+func (w *Writer) makeLayout() error {
+	if p, ok, err := w.ops.HasSymlinkAncestor(w.root); err != nil {
+		return err
+	} else if ok {
+		return fmt.Errorf("%s is a symlink: pi opens stores with no symlink in any path component", p)
+	}
+	switch st, err := os.Lstat(w.root); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case st.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symlink", w.root)
+	case !st.IsDir():
+		return fmt.Errorf("%s exists and is not a directory", w.root)
+	default:
+		names, err := readDirNames(w.ops, w.root)
+		if err != nil {
+			return err
+		}
+		if len(names) > 0 {
+			return fmt.Errorf("%s is not empty", w.root)
+		}
+	}
+	if err := w.ops.MkdirPrivate(w.root); err != nil {
+		return err
+	}
+	for _, d := range StoreDirs {
+		if err := w.ops.MkdirPrivate(filepath.Join(w.root, d)); err != nil {
+			return err
+		}
+	}
+	f, err := w.ops.CreatePrivate(MutationLockPath(w.root))
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// readDirNames lists a directory opened without following symlinks.
+func readDirNames(ops durable.Ops, dir string) ([]string, error) {
+	d, err := ops.OpenNoFollow(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
+}
+
+// Root returns the store directory.
+func (w *Writer) Root() string { return w.root }
+
+// Head returns the last entry written (zero for an empty store).
+func (w *Writer) Head() wire.Head { return w.head }
+
+// ChainHash returns the hash chain after the last frame.
+func (w *Writer) ChainHash() string { return w.chain }
+
+// Counters returns the counters the manifest will carry.
+func (w *Writer) Counters() wire.Counters {
+	c := w.counters
+	c.BranchesTotal = w.branches()
+	return c
+}
+
+func (w *Writer) branches() uint64 {
+	var n uint64
+	for _, c := range w.children {
+		if c > 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// Append writes one entry: its frame to the current segment (rolling over
+// to a new one as FORMAT.md §2 says) and its index row. payload must be the
+// canonical payload bytes (readers/payload's output, one JSON object); the
+// writer hashes it but does not re-parse it: verification reads every frame
+// back before a staging store is installed. Invalid arguments (an id off
+// the contract, a duplicate id, an unknown type, a frame over the limit)
+// are refused without touching the store.
+func (w *Writer) Append(entryID, parentID, entryType string, payload []byte) (wire.IndexRow, error) {
+	if w.err != nil {
+		return wire.IndexRow{}, w.err
+	}
+	if err := w.checkEntry(entryID, parentID, entryType, payload); err != nil {
+		return wire.IndexRow{}, fmt.Errorf("append entry %q: %w", entryID, err)
+	}
+	f := wire.Frame{
+		SegmentSeq: w.segSeq, FrameSeq: w.frameSeq + 1, EntrySeq: w.head.EntrySeq + 1,
+		EntryID: entryID, ParentEntryID: parentID, EntryType: wire.EntryType(entryType),
+		Timestamp: wire.FormatTimestamp(w.clock()),
+	}
+	f.SetPayload(payload)
+	w.line = wire.AppendFrame(w.line[:0], f)
+	if err := w.checkLength(len(w.line)); err != nil {
+		return wire.IndexRow{}, fmt.Errorf("append entry %q: %w", entryID, err)
+	}
+	// Compare with this first encoding (§2): the rolled-over one differs in
+	// length whenever a number gains or loses a digit.
+	if w.segBytes > 0 && w.segBytes+int64(len(w.line)) > w.max {
+		f.SegmentSeq, f.FrameSeq = w.segSeq+1, 1
+		f.Timestamp = wire.FormatTimestamp(w.clock())
+		w.line = wire.AppendFrame(w.line[:0], f)
+		if err := w.checkLength(len(w.line)); err != nil {
+			return wire.IndexRow{}, fmt.Errorf("append entry %q: %w", entryID, err)
+		}
+	}
+	row, err := w.write(f, w.line)
+	if err != nil {
+		w.err = fmt.Errorf("append entry %q: %w (the store is incomplete and must be discarded)", entryID, err)
+		return wire.IndexRow{}, w.err
+	}
+	return row, nil
+}
+
+func (w *Writer) checkEntry(entryID, parentID, entryType string, payload []byte) error {
+	switch {
+	case !wire.ValidEntryID(entryID):
+		return errors.New("entry id does not match the V2 entry-id contract ^[A-Za-z0-9_-]{1,128}$")
+	case parentID != "" && !wire.ValidEntryID(parentID):
+		return errors.New("parent id does not match the V2 entry-id contract")
+	case !wire.EntryType(entryType).Valid():
+		return fmt.Errorf("entry type %q is not one of the reference's eight", entryType)
+	case len(payload) < 2 || payload[0] != '{' || payload[len(payload)-1] != '}':
+		return errors.New("payload is not a JSON object")
+	}
+	if _, dup := w.parents[entryID]; dup {
+		return errors.New("duplicate entry id")
+	}
+	return nil
+}
+
+func (w *Writer) checkLength(n int) error {
+	if n > wire.MaxFrameBytes {
+		return fmt.Errorf("frame line of %d bytes exceeds the %d-byte frame limit: %w", n, wire.MaxFrameBytes, ErrTooLarge)
+	}
+	if int64(n) > w.max {
+		return fmt.Errorf("frame line of %d bytes exceeds the %d-byte segment limit: %w", n, w.max, ErrTooLarge)
+	}
+	return nil
+}
+
+// write puts an encoded frame line into its segment and its row into the
+// index, and advances the writer's state.
+func (w *Writer) write(f wire.Frame, line []byte) (wire.IndexRow, error) {
+	if f.FrameSeq == 1 {
+		if err := w.openSegment(f.SegmentSeq); err != nil {
+			return wire.IndexRow{}, err
+		}
+	}
+	row := wire.IndexRow{
+		EntrySeq: f.EntrySeq, EntryID: f.EntryID, SegmentSeq: f.SegmentSeq, FrameSeq: f.FrameSeq,
+		ByteOffset: uint64(w.segBytes), ByteLength: uint64(len(line)),
+		CRC32C: wire.CRC32C(line), State: wire.RowActive,
+	}
+	if _, err := w.segBuf.Write(line); err != nil {
+		return wire.IndexRow{}, err
+	}
+	if w.idx == nil {
+		idx, err := w.ops.CreatePrivate(IndexPath(w.root))
+		if err != nil {
+			return wire.IndexRow{}, err
+		}
+		w.idx, w.idxBuf = idx, bufio.NewWriterSize(idx, bufferSize/4)
+	}
+	w.row = wire.AppendIndexRow(w.row[:0], row)
+	if _, err := w.idxBuf.Write(w.row); err != nil {
+		return wire.IndexRow{}, err
+	}
+
+	w.segSeq, w.frameSeq = f.SegmentSeq, f.FrameSeq
+	w.segBytes += int64(len(line))
+	w.chain = wire.ChainStep(w.chain, f.PayloadSHA256)
+	w.lastCRC = row.CRC32C
+	w.head = wire.Head{SegmentSeq: f.SegmentSeq, EntrySeq: f.EntrySeq, EntryID: f.EntryID}
+	w.counters.EntriesTotal++
+	w.counters.BytesTotal += uint64(len(line))
+	switch f.EntryType {
+	case wire.EntryMessage:
+		w.counters.MessagesTotal++
+	case wire.EntryCompaction:
+		w.counters.CompactionsTotal++
+	}
+	w.parents[f.EntryID] = f.ParentEntryID
+	if f.ParentEntryID != "" {
+		w.children[f.ParentEntryID]++
+	}
+	return row, nil
+}
+
+func (w *Writer) openSegment(seq uint64) error {
+	if err := w.closeSegment(); err != nil {
+		return err
+	}
+	seg, err := w.ops.CreatePrivate(SegmentPath(w.root, seq))
+	if err != nil {
+		return err
+	}
+	w.seg, w.segBytes = seg, 0
+	if w.segBuf == nil {
+		w.segBuf = bufio.NewWriterSize(seg, bufferSize)
+	} else {
+		w.segBuf.Reset(seg)
+	}
+	return nil
+}
+
+func (w *Writer) closeSegment() error {
+	if w.seg == nil {
+		return nil
+	}
+	err := w.segBuf.Flush()
+	if cerr := w.seg.Close(); err == nil {
+		err = cerr
+	}
+	w.seg = nil
+	return err
+}
+
+// flush hands buffered frames and rows to the files (no fsync).
+func (w *Writer) flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.seg != nil {
+		if err := w.segBuf.Flush(); err != nil {
+			w.err = err
+			return err
+		}
+	}
+	if w.idx != nil {
+		if err := w.idxBuf.Flush(); err != nil {
+			w.err = err
+			return err
+		}
+	}
+	return nil
+}
+
+// invariants derives the manifest invariants from what this writer wrote.
+// A Writer is the only writer of the store it created (Create refuses a
+// non-empty directory), so the sequence, bounds, coverage and chain
+// invariants hold by construction; what the entries themselves can break is
+// checked here: every parent present, no parent cycle (a cycle fails the
+// reference's integrity check, hence indexWithinSegmentBounds).
+func (w *Writer) invariants() wire.Invariants {
+	iv := wire.AllInvariants()
+	for _, p := range w.parents {
+		if p != "" {
+			if _, ok := w.parents[p]; !ok {
+				iv.ParentLinksClosed = false
+				break
+			}
+		}
+	}
+	if hasParentCycle(w.parents) {
+		iv.IndexWithinSegmentBounds = false
+	}
+	return iv
+}
+
+// hasParentCycle reports whether following parents from some entry comes
+// back to an entry on the same walk (an entry naming itself included).
+func hasParentCycle(parents map[string]string) bool {
+	const (
+		visiting = 1
+		done     = 2
+	)
+	state := make(map[string]uint8, len(parents))
+	for id := range parents {
+		var path []string
+		cur := id
+		for {
+			s := state[cur]
+			if s == done {
+				break
+			}
+			if s == visiting {
+				return true
+			}
+			state[cur] = visiting
+			path = append(path, cur)
+			p, ok := parents[cur]
+			if !ok || p == "" {
+				break
+			}
+			if _, known := parents[p]; !known {
+				break
+			}
+			cur = p
+		}
+		for _, n := range path {
+			state[n] = done
+		}
+	}
+	return false
+}
+
+// WriteManifest writes manifest.json for the store as written so far:
+// counters, head, chain and invariants from the writer's state, createdAt
+// kept from a manifest already in the store (else equal to updatedAt),
+// published atomically through tmp/manifest.json.tmp. sessionID must parse
+// as a UUID (any form FORMAT.md §5 lists) and sourceFormat be one of the
+// three; an invariant that would be false is refused, never written.
+func (w *Writer) WriteManifest(sessionID, sourceFormat string) (wire.Manifest, error) {
+	m, err := w.writeManifest(sessionID, wire.SourceFormat(sourceFormat))
+	if err != nil {
+		return wire.Manifest{}, fmt.Errorf("write manifest %s: %w", ManifestPath(w.root), err)
+	}
+	return m, nil
+}
+
+func (w *Writer) writeManifest(sessionID string, format wire.SourceFormat) (wire.Manifest, error) {
+	if !wire.ValidUUID(sessionID) {
+		return wire.Manifest{}, fmt.Errorf("session id %q is not a UUID: the reference refuses to write such a manifest", sessionID)
+	}
+	if !format.Valid() {
+		return wire.Manifest{}, fmt.Errorf("source format %q is not jsonl_v3, sqlite_v1 or native_v2", format)
+	}
+	if err := w.flush(); err != nil {
+		return wire.Manifest{}, err
+	}
+	iv := w.invariants()
+	if bad := iv.False(); len(bad) > 0 {
+		return wire.Manifest{}, fmt.Errorf("invariants %s would be false", strings.Join(bad, ", "))
+	}
+	now := wire.FormatTimestamp(w.clock())
+	createdAt := now
+	switch old, err := readManifest(w.ops, w.root); {
+	case err == nil:
+		createdAt = old.CreatedAt
+	case !errors.Is(err, fs.ErrNotExist):
+		return wire.Manifest{}, fmt.Errorf("read the existing manifest: %w", err)
+	}
+	var segments uint64
+	if w.head.EntrySeq > 0 {
+		segments = w.segSeq
+	}
+	m := wire.Manifest{
+		SessionID: sessionID, SourceFormat: format, CreatedAt: createdAt, UpdatedAt: now,
+		Head: w.head, Counters: w.Counters(), Files: wire.StoreFiles(segments),
+		Integrity:  wire.Integrity{ChainHash: w.chain, LastCRC32C: w.lastCRC},
+		Invariants: iv,
+	}
+	m.Integrity.ManifestHash = wire.ManifestHash(m)
+	data := wire.AppendManifest(nil, m)
+	if len(data) > wire.MaxDocumentBytes {
+		return wire.Manifest{}, fmt.Errorf("manifest of %d bytes exceeds 1 MiB", len(data))
+	}
+	durable.Failpoint(fpBeforeManifestWrite)
+	if err := w.ops.WriteFileAtomic(w.root, TmpPath(w.root), ManifestName, data, 0o600); err != nil {
+		return wire.Manifest{}, err
+	}
+	durable.Failpoint(fpAfterManifestWrite)
+	return m, nil
+}
+
+// AppendLedger appends a migration event to migrations/ledger.jsonl,
+// durably (file and, when created, directory fsync). An empty At is set
+// from the clock. The existing ledger is read first and the append refused
+// when it is corrupt or its last line is torn, as the reference does: the
+// ledger is evidence, and a line must never be glued onto a broken one.
+func (w *Writer) AppendLedger(ev wire.MigrationEvent) error {
+	if err := AppendLedger(w.ops, w.root, ev, w.clock); err != nil {
+		return err
+	}
+	return nil
+}
+
+// AppendLedger is Writer.AppendLedger for any store root (the caller holds
+// the store mutation lock when the store is installed).
+func AppendLedger(ops durable.Ops, root string, ev wire.MigrationEvent, clock func() time.Time) error {
+	path := LedgerPath(root)
+	if ev.At == "" {
+		if clock == nil {
+			clock = time.Now
+		}
+		ev.At = wire.FormatTimestamp(clock())
+	}
+	if err := wire.CheckMigrationEvent(ev); err != nil {
+		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	if _, err := readLedger(ops, path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("append to %s: the existing ledger is unusable: %w", path, err)
+	}
+	durable.Failpoint(fpBeforeLedgerAppend)
+	if err := ops.AppendLine(path, wire.AppendMigrationEvent(nil, ev)); err != nil {
+		return err
+	}
+	durable.Failpoint(fpAfterLedgerAppend)
+	return nil
+}
+
+// WriteSourceState writes source-state.json in place, as the reference
+// does (create-exclusive when new, else truncate; mode 0600; file and
+// directory fsync): not atomic, which is acceptable because a damaged state
+// file reads as "stale" (FORMAT.md §8).
+func (w *Writer) WriteSourceState(s wire.SourceState) error {
+	return WriteSourceState(w.ops, w.root, s)
+}
+
+// WriteSourceState is Writer.WriteSourceState for any store root.
+func WriteSourceState(ops durable.Ops, root string, s wire.SourceState) error {
+	path := SourceStatePath(root)
+	if !s.State.Valid() {
+		return fmt.Errorf("write %s: state %q is not clean or dirty", path, s.State)
+	}
+	if fp := s.SourceFingerprint; fp != nil && !wire.ValidSHA256Hex(fp.SHA256) {
+		return fmt.Errorf("write %s: fingerprint sha256 is not 64 lower-case hex digits", path)
+	}
+	data := wire.AppendSourceState(nil, s)
+	if len(data) > wire.MaxSourceStateBytes {
+		return fmt.Errorf("write %s: %d bytes exceeds 4096", path, len(data))
+	}
+	durable.Failpoint(fpBeforeSourceStateWrite)
+	if err := ops.WriteFileInPlace(path, data, 0o600); err != nil {
+		return err
+	}
+	durable.Failpoint(fpAfterSourceStateWrite)
+	return nil
+}
+
+// WriteCheckpoint publishes a checkpoint of the current head, numbered one
+// above the highest checkpoint in the store, with a rename that never
+// replaces an existing file. The store must not be empty, and the new
+// checkpoint's head must not be below the previous one's (§6). Buffered
+// frames are flushed first; as everything else in a staging store they are
+// made durable by Seal, not here (the reference fsyncs the segments before
+// a checkpoint because its store is live).
+func (w *Writer) WriteCheckpoint(reason wire.CheckpointReason) (wire.Checkpoint, error) {
+	c, err := w.writeCheckpoint(reason)
+	if err != nil {
+		return wire.Checkpoint{}, fmt.Errorf("write checkpoint: %w", err)
+	}
+	return c, nil
+}
+
+func (w *Writer) writeCheckpoint(reason wire.CheckpointReason) (wire.Checkpoint, error) {
+	if !reason.Valid() {
+		return wire.Checkpoint{}, fmt.Errorf("reason %q is not one of the five", reason)
+	}
+	if w.head.EntrySeq == 0 {
+		return wire.Checkpoint{}, errors.New("cannot checkpoint an empty store")
+	}
+	if err := w.flush(); err != nil {
+		return wire.Checkpoint{}, err
+	}
+	existing, err := listCheckpoints(w.ops, w.root)
+	if err != nil {
+		return wire.Checkpoint{}, err
+	}
+	seq, prevHead := w.checkpointSeq, w.checkpointHead
+	if n := len(existing); n > 0 && existing[n-1].seq >= seq {
+		last := existing[n-1]
+		c, err := readCheckpoint(w.ops, last.path, last.seq)
+		if err != nil {
+			return wire.Checkpoint{}, err
+		}
+		seq, prevHead = last.seq, c.HeadEntrySeq
+	}
+	if prevHead > w.head.EntrySeq {
+		return wire.Checkpoint{}, fmt.Errorf("the head (%d) is below checkpoint %d's (%d)", w.head.EntrySeq, seq, prevHead)
+	}
+	seq++
+	c := wire.Checkpoint{
+		CheckpointSeq: seq, At: wire.FormatTimestamp(w.clock()),
+		HeadEntrySeq: w.head.EntrySeq, HeadEntryID: w.head.EntryID,
+		SnapshotRef: wire.SnapshotRef(seq), ChainHash: w.chain, Reason: reason,
+	}
+	if err := wire.CheckCheckpoint(c); err != nil {
+		return wire.Checkpoint{}, err
+	}
+	data := wire.AppendCheckpoint(nil, c)
+	if len(data) > wire.MaxDocumentBytes {
+		return wire.Checkpoint{}, fmt.Errorf("checkpoint of %d bytes exceeds 1 MiB", len(data))
+	}
+	durable.Failpoint(fpBeforeCheckpointPublish)
+	if err := w.ops.CreateNoReplace(CheckpointsPath(w.root), TmpPath(w.root), wire.CheckpointFileName(seq), data); err != nil {
+		return wire.Checkpoint{}, err
+	}
+	durable.Failpoint(fpAfterCheckpointPublish)
+	w.checkpointSeq, w.checkpointHead = seq, c.HeadEntrySeq
+	return c, nil
+}
+
+// Seal flushes the buffers and fsyncs every file and directory of the
+// store, each directory after its contents (durable.SyncTree). A staging
+// store is invisible until cutover renames it into place, so this one
+// durable seal, before verification and the rename, stands in for the
+// reference's fsync after every frame: a crash before it loses only a
+// staging store that a re-run rebuilds from the source.
+func (w *Writer) Seal() error {
+	if err := w.flush(); err != nil {
+		return fmt.Errorf("seal %s: %w", w.root, err)
+	}
+	durable.Failpoint(fpBeforeSeal)
+	if err := w.ops.SyncTree(w.root); err != nil {
+		w.err = err
+		return fmt.Errorf("seal %s: %w", w.root, err)
+	}
+	durable.Failpoint(fpAfterSeal)
+	return nil
+}
+
+// Close flushes and closes the open files. It does not fsync: call Seal
+// first for a store that must survive a crash.
+func (w *Writer) Close() error {
+	if w.err == errClosed {
+		return nil
+	}
+	err := w.flush()
+	if cerr := w.closeSegment(); err == nil {
+		err = cerr
+	}
+	if w.idx != nil {
+		if cerr := w.idx.Close(); err == nil {
+			err = cerr
+		}
+		w.idx = nil
+	}
+	if w.err == nil {
+		w.err = errClosed
+	}
+	if err != nil {
+		return fmt.Errorf("close store %s: %w", w.root, err)
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+// Package upgrade rewrites a JSONL session of version 1 or 2 as version 3,
+// the way the TypeScript pi upgrades it when it opens the file
+// (session-manager.js migrateV1ToV2 and migrateV2ToV3, see
+// scripts/pi/NOTES.md), so that the reference, which migrates only version
+// 3, can then migrate it (issue 3, "Upgrade of old JSONL"). The result is a
+// file the real pi reads exactly as it reads the original (same entries,
+// parents, leaf and session context) and never rewrites on open.
+//
+// # What changes
+//
+//   - Every line whose `type` is "session" (the header, and any later
+//     header line) gets `"version":3`: an existing `version` member keeps
+//     its place, a missing one is added last, as JavaScript does.
+//   - Version 1 (no version, null, or 1): every other entry gets an id and
+//     `parentId` = the id of the entry before it (null for the first), as
+//     pi does. pi's ids are random; pisess's are the reference's
+//     deterministic legacy ids (FORMAT.md §10, payload's LegacyID) computed
+//     over the entry as it is read (with `hookMessage` already renamed),
+//     taken = every explicit id in the file plus the ids synthesized so far.
+//     For an entry the reference's model can read, that is the id
+//     jsonl.Open with AllowLegacy shows for the v1 file, so ids do not move
+//     across the upgrade. For an entry the model refuses (a v1 `checkpoint`,
+//     a compaction without firstKeptEntryId, ...) and for an id-less
+//     bashExecution with two or more extra members (whose reference id is
+//     not deterministic) the same construction runs over the line's own
+//     compact form under pisess's domain "pisess.upgrade.untyped-entry-id.v1"
+//     (Result.IDs marks these). Like pi, an entry that already has an `id`
+//     member gets a new one too: pi overwrites it, and keeping it could
+//     make a member that names it (a label's targetId, an explicit
+//     firstKeptEntryId) resolve where pi's upgrade leaves it dangling. The
+//     old ids stay "taken", so no new id can equal one.
+//     An existing `id` / `parentId` member is overwritten in place (every
+//     duplicate of it), a missing one is added last: `…,"id":…,"parentId":…}`.
+//   - Version 1 compactions: a numeric `firstKeptEntryIndex` (an index into
+//     the file's parsed lines, header = 0) becomes `firstKeptEntryId` by
+//     pi's exact rule: the target line must exist and not be a session
+//     line; its id is the one it has at that moment (its new id for an
+//     earlier entry or the compaction itself; for a later entry the `id`
+//     member it has in the file, written as is, or no member at all when it
+//     has none). `firstKeptEntryIndex` is then removed. A non-numeric one is
+//     left alone.
+//   - Message role `hookMessage` → `custom` (type "message", last `message`
+//     member an object whose last `role` is "hookMessage": JSON.parse's
+//     reading of duplicates).
+//
+// Every other member keeps its value and its place; duplicate members are
+// kept (pi's JSON.parse reads the last one either way). Lines are written
+// compact by wire.AppendCompact from wire.ParseJSON's values, so numbers and
+// strings are re-spelled (`1.50` → `1.5`, `\u00e9` → `é`) but JavaScript
+// reads the same value from either spelling.
+//
+// # Lines pi would drop, and what pisess does with them
+//
+//   - Blank lines (only Unicode White_Space or U+FEFF: what JavaScript's or
+//     Rust's trim() empties) hold no data and are dropped, as pi does.
+//   - CRLF: the CR is JSON white space; lines are written with LF only.
+//   - A UTF-8 byte-order mark at the very start of the file is dropped (pi
+//     accepts it: JavaScript's trim() removes U+FEFF).
+//   - A last line without newline is accepted when it is complete JSON; the
+//     upgraded file ends with a newline.
+//   - Everything pi would silently drop or mangle is refused, naming the
+//     line, and the file is left alone: a torn last line, malformed JSON,
+//     invalid UTF-8 (pi would turn it into U+FFFD), a lone surrogate escape,
+//     a number out of range (pi would write null), nesting deeper than 127,
+//     a line over 100 MiB, a line that is JSON but not an object (pi's
+//     upgrade throws on it), a first line that is not a session header (pi
+//     would truncate the file), and header versions other than 1, 2, 3.
+//
+// # Can the reference migrate the result?
+//
+// The upgraded file is written whatever the answer: it is what pi itself
+// would write. Result.Reference says separately whether the reference (and
+// so `pisess migrate`) accepts it, with the first line it refuses and why,
+// in the reference's order (header, each entry's typed model, then ids,
+// parents and cycles), as jsonl.Open would report it.
+//
+// # Safety
+//
+// The file is read twice (pass 1 validates and collects the ids; pass 2
+// rewrites to a temp file beside the original), never held whole. Under the
+// session lock <file>.lock: the temp <file>.upgrade.<uuid>.tmp gets the
+// original's mode and owner and is fsynced; the original is copied byte for
+// byte (during pass 2) into QuarantinePath, fsynced and renamed into place;
+// Options.Record is called (the engine appends the journal note); the
+// source is checked unchanged (both passes hash it; size, inode, mtime and
+// ctime are compared before the rename); the temp is renamed over the
+// original and the directory fsynced. A change found after the rename (a
+// writer that takes no lock, such as the TypeScript pi, appending between
+// the last check and the rename) puts the writer's version back. A dry run
+// does all the reading and computing and writes nothing at all; it takes
+// the session lock only when the lock file already exists.
+package upgrade

@@ -1,0 +1,62 @@
+package wire
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"hash/crc32"
+)
+
+// castagnoli is built once, at package initialisation, so that the first
+// CRC of a hot loop does not pay for it and concurrent first calls do not
+// race to build it; it is the package's only mutable-looking state and is
+// never written after init.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+const upperHex = "0123456789ABCDEF"
+
+// ChainGenesis is the hash chain's value before the first frame (§4).
+const ChainGenesis = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// EmptyCRC32C is the manifest's lastCrc32c for an empty store.
+const EmptyCRC32C = "00000000"
+
+// CRC32C returns the CRC-32C (Castagnoli) of b as 8 upper-case hex digits.
+func CRC32C(b []byte) string {
+	return FormatCRC32C(crc32.Checksum(b, castagnoli))
+}
+
+// CRC32CValue returns the CRC-32C of b as a number.
+func CRC32CValue(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// FormatCRC32C writes a CRC-32C value as 8 upper-case hex digits.
+func FormatCRC32C(c uint32) string {
+	var b [8]byte
+	for i := 7; i >= 0; i-- {
+		b[i] = upperHex[c&0xF]
+		c >>= 4
+	}
+	return string(b[:])
+}
+
+// PayloadSHA256 returns the lower-case hex SHA-256 of the payload bytes.
+func PayloadSHA256(payload []byte) string {
+	sum := sha256.Sum256(payload)
+	return hex.EncodeToString(sum[:])
+}
+
+// ChainStep returns hex(SHA-256(prev || payloadSHA)): the two lower-case hex
+// strings concatenated as text, not as raw digests (§4).
+func ChainStep(prev, payloadSHA string) string {
+	var buf [128]byte
+	b := append(append(buf[:0], prev...), payloadSHA...)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// ManifestHash returns the SHA-256 of the compact serialization of m with
+// integrity.manifestHash set to "" (§5); m's own ManifestHash is ignored.
+func ManifestHash(m Manifest) string {
+	m.Integrity.ManifestHash = ""
+	sum := sha256.Sum256(AppendCompact(nil, m.value()))
+	return hex.EncodeToString(sum[:])
+}
