@@ -23,6 +23,10 @@ import (
 var commandList = []func(*run) *cli.Command{
 	migrateCommand,
 	rollbackCommand,
+	upgradeCommand,
+	fsckCommand,
+	statusCommand,
+	verifyCommand,
 	inspectCommand,
 	buildCommand,
 }

@@ -312,3 +312,8 @@ func (j *Journal) LastMigration(sessionPath string) (correlationID string, ok bo
 	}
 	return correlationID, ok
 }
+
+// BadLines returns the journal's lines that do not parse, for fsck.
+func (j *Journal) BadLines() ([]BadLine, error) {
+	return j.Scan(func(Record) error { return nil })
+}

@@ -357,11 +357,11 @@ func TestUnfinished(t *testing.T) {
 	for _, ev := range []wire.MigrationEvent{
 		event(wire.PhasePlanned, a, testCID), event(wire.PhaseStagingCopy, a, testCID),
 		event(wire.PhaseIntegrityCheck, a, testCID), event(wire.PhaseCutoverCommit, a, testCID),
-		event(wire.PhaseCompleted, a, testCID), // a: done
+		event(wire.PhaseCompleted, a, testCID),                                         // a: done
 		event(wire.PhasePlanned, b, testCID), event(wire.PhaseStagingCopy, b, testCID), // b: died in staging
 		event(wire.PhasePlanned, c, testCID), failed, // c: failed is an outcome
 		event(wire.PhasePlanned, d, testCID), event(wire.PhaseCutoverCommit, d, testCID), rolledBack, // d: rolled back
-		event(wire.PhaseCompleted, b, run2),    // another run's outcome does not resolve b
+		event(wire.PhaseCompleted, b, run2),     // another run's outcome does not resolve b
 		event(wire.PhaseCutoverCommit, a, run2), // a in run2: died at cutover
 	} {
 		if err := j.Append(EventRecord(ev)); err != nil {

@@ -68,8 +68,19 @@ type Result struct {
 //  3. the retained rows are staged in tmp/offsets.rollback.stage and the
 //     intent tmp/rollback.intent.json is published (through
 //     tmp/rollback.intent.tmp, never replacing one);
-//  4. the intent is carried out (see FinishPendingLocked): from here a
-//     crash is finished by the next FinishPending, never undone.
+//  4. the intent is carried out (see finishIntent): the sidecar is marked
+//     dirty, the staged index installed, segments cut to their retained
+//     length, later segments and newer checkpoints renamed to .bak, the
+//     manifest rewritten, rollback/ok appended, the intent removed. From
+//     the intent on, a crash is finished by the next FinishPending, never
+//     undone.
+//
+// One deliberate difference from the reference: before a segment is cut,
+// the bytes it loses are copied to segments/<name>.tail.bak (readers ignore
+// *.bak), because pisess never drops a byte; the reference truncates
+// without a copy. For a sidecar, marking source-state.json dirty is
+// pisess's addition too (FORMAT.md §6): pi then reads the source, which
+// still holds every entry, instead of resuming a shortened store.
 //
 // A preflight refusal changes nothing; a failure after it appends a
 // rollback/fatal_error event to the store's ledger and leaves the intent

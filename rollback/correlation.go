@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"pisess/ledger"
 	"pisess/writers/durable"
@@ -142,7 +144,11 @@ type sessionRun struct {
 	installed *ledger.Note // the installed note (staging identity)
 	displaced *ledger.Note
 	upgraded  *ledger.Note
-	recorded  map[string]bool // receipts already in the journal
+	// undone is the restored note an upgrade writes when it found the
+	// file changed by another writer and put that version back: the
+	// upgrade did not take.
+	undone   *ledger.Note
+	recorded map[string]bool // receipts already in the journal
 }
 
 func collectSessions(tree string, recs []ledger.Record) []*sessionRun {
@@ -202,6 +208,10 @@ func collectSessions(tree string, recs []ledger.Record) []*sessionRun {
 			case ledger.NoteQuarantined, ledger.NoteRestored:
 				if s := byPath[filepath.Clean(n.Session)]; s != nil {
 					s.recorded[noteKey(n.Kind, n.Path, n.QuarantinePath)] = true
+					if n.Kind == ledger.NoteRestored && n.NewSHA256 != "" && s.upgraded != nil &&
+						n.NewSHA256 == s.upgraded.NewSHA256 && n.QuarantinePath == s.upgraded.QuarantinePath {
+						s.undone = n
+					}
 				}
 			}
 		}
@@ -244,6 +254,7 @@ type sessionJob struct {
 	acted    bool // a step changed the tree in this call
 	already  bool // a step had been done before
 	stale    bool
+	nothing  bool // the run recorded a cutover but installed nothing
 }
 
 func (j *sessionJob) note(format string, args ...any) {
@@ -284,10 +295,22 @@ func (r *roller) session(ctx context.Context, s *sessionRun) SessionResult {
 		res.Action = ActionFailed
 		if errors.Is(err, ErrSourceChanged) || errors.Is(err, ErrSuperseded) || errors.Is(err, ErrMissing) {
 			res.Action = ActionRefused
+		} else if !j.dry {
+			// A step failed: its receipt says so (once), so the journal
+			// shows where the rollback stopped; a re-run continues.
+			if rerr := j.record(stepRecord{target: path, outcome: wire.OutcomeFatalError, class: failureClass(err),
+				format: sourceFormatOf(path)}); rerr != nil {
+				res.Error = errors.Join(err, rerr)
+			}
+			res.Changed = j.changed
 		}
 	case j.dry && j.acted:
 		res.Action = ActionWouldRollBack
-	case j.acted || j.changed:
+	case j.acted:
+		res.Action = ActionRolledBack
+	case j.nothing && !j.already:
+		res.Action = ActionNothingInstalled
+	case j.changed:
 		res.Action = ActionRolledBack
 	case j.already:
 		res.Action = ActionAlreadyRolledBack
@@ -341,7 +364,20 @@ func (j *sessionJob) run() error {
 			src = sourceChanged
 		}
 	}
-	restoredBefore := j.upgraded != nil && j.recorded[noteKey(ledger.NoteRestored, j.session, j.upgraded.QuarantinePath)]
+	keep := ledger.QuarantinePath(j.r.tree, j.r.cid, j.rel, kindRolledBackSource)
+	restoredBefore := j.upgraded != nil && j.recorded[eventKey(path, wire.OutcomeOK)]
+	switch {
+	case j.undone != nil:
+		// The upgrade itself put a concurrent writer's version back: the
+		// file is that writer's, not the run's.
+		j.note("the run's upgrade did not take (another writer changed the file during it and the upgrade put that version back): the source is left as it is")
+		src = sourceNotUpgraded
+	case src == sourceOriginal:
+		if k, err := lstatKind(keep); err != nil || k == kindMissing {
+			j.note("the run's upgrade never replaced the source (it stopped before its rename): nothing to restore")
+			src = sourceNotUpgraded
+		}
+	}
 	if (src == sourceGrown || src == sourceChanged) && restoredBefore {
 		// An earlier rollback restored the original, and pi has written
 		// the session since: nothing of the run is left in the source.
@@ -372,6 +408,14 @@ func (j *sessionJob) run() error {
 	}
 	if j.dry {
 		return nil
+	}
+	if j.nothing {
+		// The receipt that the run's cutover of this session is undone
+		// (there was nothing to undo): it resolves the run's cutover_commit
+		// intent for ledger.Unfinished.
+		if err := j.record(stepRecord{target: j.sidecar, outcome: wire.OutcomeOK, format: wire.FormatNativeV2}); err != nil {
+			return err
+		}
 	}
 	expect := before.sha
 	if src == sourceUpgraded {
@@ -415,7 +459,7 @@ func (j *sessionJob) refuseChanged(path string, cur digest, src sourceState) err
 	copyPath := ledger.QuarantinePath(j.r.tree, j.r.cid, j.rel, kindChangedSource+"-"+cur.sha[:16])
 	var what string
 	if src == sourceGrown {
-		what = fmt.Sprintf("pi appended %d bytes to %s after the run upgraded it: bytes %d to %d of the file are new, and the original the run kept at %s lacks them",
+		what = fmt.Sprintf("pi appended %d bytes to %s after the run upgraded it: the bytes from offset %d to the end (%d) are new, and the original the run kept at %s lacks them",
 			cur.size-cur.prefix, j.session, cur.prefix, cur.size, up.QuarantinePath)
 	} else {
 		what = fmt.Sprintf("%s is neither the file the run upgraded it to (SHA-256 %s) nor the original (%s): pi rewrote it after the run",
@@ -478,12 +522,14 @@ func (j *sessionJob) sidecarOut(src digest) error {
 	}
 	if ks == kindMissing {
 		j.note("no sidecar is installed at %s", j.sidecar)
+		j.nothing = true
 		return nil
 	}
 	ours, why := j.ours()
 	if !ours {
 		if !j.completed && j.displaced == nil && !j.backupExists() {
 			j.note("the run did not install its sidecar (it stopped before its cutover); the sidecar at %s is not the run's and stays", j.sidecar)
+			j.nothing = true
 			return nil
 		}
 		return &StepError{Session: j.session, Step: "check sidecar", Err: fmt.Errorf("%w: %s", ErrSuperseded, why)}
@@ -638,6 +684,21 @@ func (j *sessionJob) restoreSource(path string) error {
 	}); err != nil {
 		return err
 	}
+	// The quarantined copy is 0600 and the upgraded file has the
+	// original's mode and owner (writers/upgrade gives it them): the
+	// original goes back with those.
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return &StepError{Session: j.session, Step: "restore original source", Err: err}
+	}
+	if err := os.Chmod(orig, fi.Mode().Perm()); err != nil {
+		return &StepError{Session: j.session, Step: "restore original source", Err: err}
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		if err := j.r.ops.ChownIfRoot(orig, int(st.Uid), int(st.Gid)); err != nil {
+			return &StepError{Session: j.session, Step: "restore original source", Err: err}
+		}
+	}
 	durable.Failpoint(fpBeforeSourceRestore)
 	if err := j.r.ops.Rename(orig, path); err != nil {
 		return &StepError{Session: j.session, Step: "restore original source", Err: err}
@@ -773,4 +834,12 @@ func (j *sessionJob) record(sr stepRecord) error {
 		durable.Failpoint(fpAfterRollbackRecord)
 	}
 	return nil
+}
+
+// sourceFormatOf names a session file's format for a rollback event.
+func sourceFormatOf(session string) wire.SourceFormat {
+	if strings.HasSuffix(session, ".sqlite") {
+		return wire.FormatSQLitev1
+	}
+	return wire.FormatJSONLv3
 }

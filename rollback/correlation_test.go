@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func checkConverged(tb testing.TB, tree, cid string) {
 		j, d := journalLines(tb, tree), fixtures.TreeDigest(tb, tree)
 		rep := rollbackOnce(tb, tree, cid, Options{})
 		s := rep.Sessions[0]
-		if s.Action != ActionAlreadyRolledBack || s.Changed || s.Error != nil {
+		if (s.Action != ActionAlreadyRolledBack && s.Action != ActionNothingInstalled) || s.Changed || s.Error != nil {
 			tb.Fatalf("re-run %d: %+v", i+1, s)
 		}
 		if journalLines(tb, tree) != j {
@@ -159,14 +160,23 @@ func upgradeRun(tb testing.TB, f treeFixture, cid string) (orig, rewritten []byt
 		tb.Fatal(err)
 	}
 	rewritten = bytes.Replace(orig, []byte(`"version":2`), []byte(`"version":3`), 1)
-	q := ledger.QuarantinePath(f.tree, cid, f.rel, "source")
+	// As writers/upgrade does it: the original is copied into the
+	// quarantine (0600), the rewrite (with the original's mode) renamed
+	// over it.
+	q := ledger.QuarantinePath(f.tree, cid, f.rel, "original")
 	if err := os.MkdirAll(filepath.Dir(q), 0o700); err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.Rename(f.session, q); err != nil {
+	if err := os.WriteFile(q, orig, 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.WriteFile(f.session, rewritten, 0o600); err != nil {
+	fi, _ := os.Stat(f.session)
+	tmp := f.session + ".upgrade.tmp"
+	if err := os.WriteFile(tmp, rewritten, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	os.Chmod(tmp, fi.Mode().Perm())
+	if err := os.Rename(tmp, f.session); err != nil {
 		tb.Fatal(err)
 	}
 	j, _ := mustJournal(tb, f.tree)
@@ -237,7 +247,7 @@ func TestByCorrelationUpgradeGrownIsRefusedAndKept(t *testing.T) {
 	if got, _ := os.ReadFile(f.session); !bytes.Equal(got, current) {
 		t.Fatal("the grown source changed")
 	}
-	if !strings.Contains(s.Error.Error(), "bytes "+itoa(len(rewritten))+" to "+itoa(len(current))) {
+	if !strings.Contains(s.Error.Error(), "from offset "+itoa(len(rewritten))+" to the end ("+itoa(len(current))+")") {
 		t.Errorf("the error does not locate the appended bytes: %v", s.Error)
 	}
 	after := withoutLocks(fixtures.TreeDigest(t, f.tree))
@@ -330,4 +340,38 @@ func TestByCorrelationBusy(t *testing.T) {
 	if _, err := os.Lstat(f.sidecar); err != nil {
 		t.Fatalf("a busy session was changed: %v", err)
 	}
+}
+
+// A step that fails is reported and recorded once; a re-run finishes.
+func TestByCorrelationFailureThenRerun(t *testing.T) {
+	f := newTreeFixture(t, 4)
+	migrateRun(t, f.tree, f.session, "run-0001-first")
+	appendEntries(t, f.session, 5, 6)
+	pre := userTree(t, f.tree)
+	migrateRun(t, f.tree, f.session, testRun)
+	faulty := durable.FaultyOps(durable.FaultRule{Op: durable.FaultRename, Pattern: "*.displaced", Err: syscall.EIO})
+	rep := rollbackOnce(t, f.tree, testRun, Options{Ops: faulty})
+	s := rep.Sessions[0]
+	if s.Action != ActionFailed || !errors.Is(s.Error, syscall.EIO) || !s.Changed {
+		t.Fatalf("failed step: %+v", s)
+	}
+	jr, _ := mustJournal(t, f.tree)
+	recs, _ := jr.Records(testRun)
+	fatal := 0
+	for _, r := range recs {
+		if r.Event != nil && r.Event.Outcome == wire.OutcomeFatalError && r.Event.ErrorClass == wire.ErrorClassIOFailure {
+			fatal++
+		}
+	}
+	if fatal != 1 {
+		t.Fatalf("%d fatal rollback events, want 1", fatal)
+	}
+	rep = rollbackOnce(t, f.tree, testRun, Options{})
+	if s := rep.Sessions[0]; s.Action != ActionRolledBack || s.Error != nil {
+		t.Fatalf("re-run: %+v", s)
+	}
+	if d := diffMaps(userTree(t, f.tree), pre); d != "" {
+		t.Fatalf("after the re-run:\n%s", d)
+	}
+	checkConverged(t, f.tree, testRun)
 }

@@ -99,7 +99,7 @@ func identityOf(path string) (identity, error) {
 // parseIdentity reads the "dev=D ino=I" that identity.String writes into
 // a note's detail; ok is false when the detail holds none.
 func parseIdentity(detail string) (identity, bool) {
-	i := strings.Index(detail, "dev=")
+	i := strings.LastIndex(detail, "dev=")
 	if i < 0 {
 		return identity{}, false
 	}

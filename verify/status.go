@@ -9,10 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"unicode"
 
 	"pisess/readers"
 	"pisess/readers/discover"
+	"pisess/readers/normalize"
 	"pisess/writers/durable"
 	"pisess/writers/store"
 	"pisess/writers/wire"
@@ -153,19 +153,16 @@ func Status(sessionPath string) (StatusReport, error) {
 	out := findings{session: rep.Session}
 	id := header(&out, &rep)
 	st := storeChecks(&out, rep.Sidecar, rep.Session, ownerOptions(rep.Session, id))
-	if err := partialIndex(&out, rep.Sidecar, rep.Session); err != nil {
-		return rep, err
+	partialIndex(&out, rep.Sidecar, rep.Session)
+	fr, ok := freshness(&out, rep.Session, rep.Sidecar)
+	if ok {
+		rep.Freshness = &fr
+		freshnessFinding(&out, fr, rep.Sidecar)
 	}
-	fr, err := Freshness(rep.Session, rep.Sidecar)
-	if err != nil {
-		return rep, fmt.Errorf("status: %w", err)
-	}
-	rep.Freshness = &fr
-	freshnessFinding(&out, fr, rep.Sidecar)
 
 	sv := &scan{out: out}
 	var src readers.Source
-	if fr.NeedsFullVerify && id != "" {
+	if ok && fr.NeedsFullVerify && id != "" {
 		if src, err = discover.OpenSource(rep.Session); err != nil {
 			r := readers.AsRefused(err)
 			if r == nil {
@@ -195,6 +192,19 @@ func Status(sessionPath string) (StatusReport, error) {
 	return rep, nil
 }
 
+// freshness is Freshness for a status: a source that cannot be opened or
+// read (a symlink, a special file, no permission) is a finding, as the
+// reference's status reports it corrupt, not an error.
+func freshness(out *findings, sessionPath, sidecar string) (FreshnessResult, bool) {
+	fr, err := Freshness(sessionPath, sidecar)
+	if err != nil {
+		out.add(Finding{Code: SourceCode(string(readers.ClassIO)), Class: ClassCorrupt, Path: sessionPath,
+			Detail: err.Error(), Repair: RepairSource})
+		return fr, false
+	}
+	return fr, true
+}
+
 // freshnessFinding turns a freshness verdict into a finding, unless the
 // sidecar is fresh or needs a full verification to tell.
 func freshnessFinding(out *findings, fr FreshnessResult, sidecar string) {
@@ -211,22 +221,18 @@ func freshnessFinding(out *findings, fr FreshnessResult, sidecar string) {
 
 // partialIndex adds the partial finding for a sidecar with segments/ but
 // no index/offsets.jsonl while the source has an entry line.
-func partialIndex(out *findings, sidecar, sessionPath string) error {
+func partialIndex(out *findings, sidecar, sessionPath string) {
 	if _, err := os.Lstat(store.SegmentsPath(sidecar)); err != nil {
-		return nil
+		return
 	}
 	if _, err := os.Lstat(store.IndexPath(sidecar)); !errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return
 	}
-	has, err := sourceHasEntries(sessionPath)
-	if err != nil {
-		return nil // the header finding says why
-	}
-	if has {
+	// An unreadable source has its own finding (the header's).
+	if has, err := sourceHasEntries(sessionPath); err == nil && has {
 		out.add(Finding{Code: CodeIndexMissing, Class: ClassPartial, Path: store.IndexPath(sidecar),
 			Detail: "no index while the source has entries: a sidecar left half-written", Repair: RepairRebuild})
 	}
-	return nil
 }
 
 // sourceHasEntries reports whether the session has an entry: for JSONL,
@@ -251,40 +257,27 @@ func sourceHasEntries(path string) (bool, error) {
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
-	first := true
-	for {
-		line, err := r.ReadSlice('\n')
-		full := err == nil
-		for errors.Is(err, bufio.ErrBufferFull) {
-			// A long line: only whether it is blank matters.
-			if !first && !isBlank(line) {
-				return true, nil
-			}
-			line, err = r.ReadSlice('\n')
-		}
-		if !first && !isBlank(line) {
+	for header := true; ; {
+		// A line longer than the buffer comes in chunks; any chunk that is
+		// not blank makes its line an entry line.
+		chunk, err := r.ReadSlice('\n')
+		if !header && !isBlank(chunk) {
 			return true, nil
 		}
-		first = false
-		if !full && err != nil {
-			if err == io.EOF {
-				return false, nil
-			}
+		switch {
+		case err == nil:
+			header = false
+		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, io.EOF):
+			return false, nil
+		default:
 			return false, err
 		}
 	}
 }
 
-// isBlank reports whether b holds only white space as Rust's trim() sees
-// it (Unicode White_Space, which unicode.IsSpace matches).
-func isBlank(b []byte) bool {
-	for _, r := range string(b) {
-		if !unicode.IsSpace(r) {
-			return false
-		}
-	}
-	return true
-}
+// isBlank reports whether Rust's trim() empties b.
+func isBlank(b []byte) bool { return len(normalize.RustTrim(b)) == 0 }
 
 // fillCounts copies the manifest's counters, when it can be read.
 func fillCounts(rep *StatusReport, st *store.Store) {
@@ -324,9 +317,7 @@ func StatusFast(sessionPath string) (StatusReport, error) {
 		walkStore(&out, root, root, fi, ownerOptions(rep.Session, ""))
 	}
 	fastMissing(&out, root)
-	if err := partialIndex(&out, root, rep.Session); err != nil {
-		return rep, err
-	}
+	partialIndex(&out, root, rep.Session)
 	if _, err := os.Lstat(RollbackIntentPath(root)); err == nil {
 		out.add(Finding{Code: CodeRollbackIntent, Class: ClassCorrupt, Path: RollbackIntentPath(root),
 			Detail: "a rollback to a checkpoint was interrupted", Repair: RepairIntent})
@@ -338,15 +329,13 @@ func StatusFast(sessionPath string) (StatusReport, error) {
 		}
 	}
 	if c := classify(out.list); c == ClassMigrated {
-		fr, err := Freshness(rep.Session, root)
-		if err != nil {
-			return rep, fmt.Errorf("status: %w", err)
+		if fr, ok := freshness(&out, rep.Session, root); ok {
+			if fr.NeedsFullVerify {
+				return Status(sessionPath)
+			}
+			rep.Freshness = &fr
+			freshnessFinding(&out, fr, root)
 		}
-		if fr.NeedsFullVerify {
-			return Status(sessionPath)
-		}
-		rep.Freshness = &fr
-		freshnessFinding(&out, fr, root)
 	}
 	rep.Findings = out.list
 	rep.Class = classify(rep.Findings)

@@ -151,8 +151,7 @@ func (sv *scan) run(ctx context.Context, st *store.Store, src readers.Source, se
 	if st != nil {
 		it = st.Entries()
 		defer it.Close()
-	}
-	if it == nil {
+	} else {
 		sv.iterErr = errors.New("the store could not be opened")
 	}
 	storeLive, srcLive := it != nil, src != nil
@@ -201,7 +200,7 @@ func (sv *scan) run(ctx context.Context, st *store.Store, src readers.Source, se
 		}
 	}
 	sv.checkParents(st)
-	if sv.iterErr != nil && !sv.out.has(func(f Finding) bool { return f.Class == ClassCorrupt || f.Class == ClassPartial }) {
+	if sv.iterErr != nil && !sv.out.has(breaksIndex) {
 		// Check saw nothing the iterator tripped on: say what it was.
 		sv.out.add(iterFinding(sv.iterErr))
 	}

@@ -324,3 +324,41 @@ func TestParentCycle(t *testing.T) {
 		}
 	}
 }
+
+func TestAgainstSourceCheckpoints(t *testing.T) {
+	s := newSession(t, "accept/tricky")
+	src := openSrc(t, s.path)
+	w, err := store.Create(s.sidecar, store.Options{Clock: fixed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp wire.Checkpoint
+	for i := 0; ; i++ {
+		e, err := src.Next()
+		if err != nil {
+			break
+		}
+		if _, err := w.Append(e.ID, e.ParentID, e.Type, e.Payload); err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 {
+			if cp, err = w.WriteCheckpoint(wire.ReasonManual); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := w.WriteManifest(src.Header().ID, "jsonl_v3"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if rep := against(t, s.path, s.sidecar, Options{}); !rep.Verified() || len(rep.Findings) != 0 {
+		t.Fatalf("with a checkpoint: %v", rep.Findings)
+	}
+	path := store.CheckpointPath(s.sidecar, cp.CheckpointSeq)
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, bytes.Replace(b, []byte(cp.ChainHash), []byte(strings.Repeat("b", 64)), 1), 0o600)
+	rep := against(t, s.path, s.sidecar, Options{})
+	if i := rep.Invariants[INV004]; i.Holds || i.Finding == nil || i.Finding.Code != CodeCheckpoint {
+		t.Fatalf("INV-004 %+v; findings %v", i, rep.Findings)
+	}
+}

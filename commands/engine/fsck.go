@@ -142,6 +142,14 @@ type treeRun struct {
 // tree checks (and repairs) one session tree under its tree lock.
 func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 	out := FsckTree{Root: t.Root, Findings: []FsckFinding{}, Sessions: []FsckSession{}}
+	if t.SymlinkAncestor != "" {
+		// pi can open nothing here and pisess follows no symlink: not
+		// even the tree lock or the journal can be reached. Each session
+		// is reported (acceptance.symlink-ancestor) and nothing repaired.
+		tr := &treeRun{fsckRun: r, tree: t}
+		out.Sessions = tr.sessions(ctx)
+		return out, ctx.Err()
+	}
 	var (
 		lock  *durable.Lock
 		stale string

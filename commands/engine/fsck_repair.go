@@ -47,6 +47,9 @@ func (tr *treeRun) repair(ctx context.Context, s discover.Session, out *FsckSess
 			return
 		}
 	}
+	// Discovery leaves Sidecar empty when none exists; a restored backup
+	// becomes one.
+	s.Sidecar = discover.SidecarPath(s.Path)
 	errs := map[string]string{} // finding key → why its repair failed
 	fail := func(f FsckFinding, err error) {
 		errs[f.key()] = err.Error()
@@ -245,6 +248,20 @@ func (tr *treeRun) mendInPlace(ctx context.Context, s discover.Session, fs []Fsc
 	defer mlock.Unlock()
 
 	for _, f := range has[ActionFinishRollback] {
+		// The roll-forward rewrites the index and the manifest, marks a
+		// sidecar dirty and consumes the intent: keep them first (the segment bytes it cuts
+		// it keeps itself, as <segment>.tail.bak).
+		for _, p := range []struct{ path, kind string }{
+			{store.IndexPath(root), "index"}, {store.ManifestPath(root), "manifest"},
+			{store.SourceStatePath(root), "source-state"},
+			{rollback.IntentPath(root), "rollback-intent"},
+			{filepath.Join(store.TmpPath(root), "offsets.rollback.stage"), "rollback-stage"},
+		} {
+			if _, _, err := tr.keepCopy(p.path, p.kind); err != nil {
+				fail(f, err)
+				return
+			}
+		}
 		if _, err := rollback.FinishPendingLocked(ctx, root, rollback.Options{Ops: tr.opt.Ops, Clock: tr.opt.Clock,
 			LockTimeout: tr.opt.LockTimeout}); err != nil {
 			fail(f, err)

@@ -57,7 +57,7 @@ func (tr *treeRun) check(ctx context.Context, s discover.Session) (verify.Class,
 	}
 	if s.Refusal != nil {
 		f := refusalFinding(s.Refusal)
-		if s.Sidecar != "" && !f.Notice {
+		if exists(discover.SidecarPath(s.Path)) && !f.Notice {
 			f.Class = string(verify.ClassCorrupt)
 		}
 		add(f)
@@ -150,9 +150,10 @@ func (tr *treeRun) againstSource(ctx context.Context, s discover.Session) []Fsck
 	if uid, gid, err := tr.opt.Ops.Owner(s.Path); err == nil {
 		opt.Accept = &verify.AcceptOptions{OwnerUID: uid, OwnerGID: gid}
 	}
-	rep, err := verify.AgainstSource(ctx, src, s.Sidecar, opt)
+	sidecar := discover.SidecarPath(s.Path)
+	rep, err := verify.AgainstSource(ctx, src, sidecar, opt)
 	if err != nil {
-		return []FsckFinding{{Code: CodeUnchecked, Path: s.Sidecar, Detail: err.Error(), Action: ActionNone,
+		return []FsckFinding{{Code: CodeUnchecked, Path: sidecar, Detail: err.Error(), Action: ActionNone,
 			Repair: "cannot repair: fsck could not verify the sidecar; fix the cause and run fsck again"}}
 	}
 	if rep.Verified() {
@@ -167,7 +168,7 @@ func (tr *treeRun) againstSource(ctx context.Context, s discover.Session) []Fsck
 		out = append(out, ff)
 	}
 	if len(out) == 0 {
-		out = append(out, FsckFinding{Code: verify.CodeEntriesSource, Class: string(verify.ClassCorrupt), Path: s.Sidecar,
+		out = append(out, FsckFinding{Code: verify.CodeEntriesSource, Class: string(verify.ClassCorrupt), Path: sidecar,
 			Detail: fmt.Sprintf("the sidecar does not verify against its source (%+v)", rep.Verification),
 			Action: ActionRebuild, Repair: repairRebuild})
 	}

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"pisess/ledger"
-	"pisess/readers"
 	"pisess/readers/discover"
 	"pisess/writers/durable"
 	"pisess/writers/wire"
@@ -367,11 +365,3 @@ func totals(list []SessionResult) MigrateTotals {
 	}
 	return t
 }
-
-// sortedResults orders results by path (runJobs keeps discovery order,
-// which is already by tree then path; this is for callers merging runs).
-func sortedResults(list []SessionResult) {
-	sort.SliceStable(list, func(a, b int) bool { return list[a].Path < list[b].Path })
-}
-
-var _ = readers.FormatJSONLv3

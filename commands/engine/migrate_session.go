@@ -30,6 +30,9 @@ type plan struct {
 	notes  []string
 	// class is the sidecar's status class when one exists.
 	class verify.Class
+	// refusal is the planned refusal when discovery's Refusal is nil (a
+	// header version other than 3), so that the report names its line.
+	refusal *readers.RefusedError
 }
 
 const sqliteNote = "pi's resume reads sidecars of JSONL sessions only: this sidecar is for pisess and future readers"
@@ -52,6 +55,7 @@ func planSession(s discover.Session, force bool) plan {
 			v = "no header version (a version 1 file)"
 		}
 		p.reason = fmt.Sprintf("%s: the reference migrates version 3 only; `pisess upgrade %s` rewrites it as version 3", v, s.Path)
+		p.refusal = &readers.RefusedError{Path: s.Path, Line: 1, Class: readers.ClassUnsupportedVer, Reason: p.reason}
 		return p
 	case s.SidecarIsSymlink:
 		p.action, p.reason = PlanNeedsRepair, "the sidecar is a symlink: pi can never open it; fsck --repair quarantines it"
@@ -96,6 +100,17 @@ func planSession(s discover.Session, force bool) plan {
 		}
 	case verify.ClassUnmigrated:
 		p.action, p.reason = PlanMigrate, "no sidecar"
+	case verify.ClassCorrupt:
+		if onlyInvalidSourceState(st.Findings) {
+			// pi's resume reads an invalid source-state.json as stale
+			// (FORMAT.md §8), and the Rust pi rewrites it in place under
+			// the session lock, which this plan does not hold: caught
+			// mid-write, it is empty. A refresh rebuilds it from the
+			// source, as the finding's repair says.
+			p.action, p.reason = PlanRefresh, "the sidecar is stale"+first
+			break
+		}
+		fallthrough
 	default: // corrupt, partial
 		p.action, p.reason = PlanNeedsRepair, fmt.Sprintf("the sidecar is %s%s: pisess fsck --repair rebuilds it", st.Class, first)
 		if force {
@@ -106,6 +121,17 @@ func planSession(s discover.Session, force bool) plan {
 		p.notes = append(p.notes, fmt.Sprintf("%d leftover staging/backup director(ies): pisess fsck --repair", leftovers))
 	}
 	return p
+}
+
+// onlyInvalidSourceState reports whether the only findings are an invalid
+// source-state.json: a store otherwise sound.
+func onlyInvalidSourceState(list []verify.Finding) bool {
+	for _, f := range list {
+		if f.Code != verify.CodeSourceStateInvalid {
+			return false
+		}
+	}
+	return len(list) > 0
 }
 
 // planned is the result of a session before anything is done.
@@ -126,7 +152,11 @@ func runSession(ctx context.Context, env Env, s discover.Session, p plan, correl
 		return res
 	case PlanRefuse:
 		res.Outcome = OutcomeRefused
-		res.Error = refusedInfo(s.Refusal, p.reason)
+		r := s.Refusal
+		if r == nil {
+			r = p.refusal
+		}
+		res.Error = refusedInfo(r, p.reason)
 		return res
 	}
 	return build(ctx, env, s, res, correlationID)
@@ -260,6 +290,17 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	if err != nil {
 		return x.refusedOrFailed(res, err)
 	}
+	if id := src.Header().ID; !wire.ValidUUID(id) {
+		// The reference refuses to write a manifest for it (FORMAT.md §5):
+		// a reader's refusal, not an I/O failure of the staging store.
+		src.Close()
+		line := int64(0)
+		if s.Format == readers.FormatJSONLv3 {
+			line = 1 // the header
+		}
+		return x.refusedOrFailed(res, &readers.RefusedError{Path: s.Path, Line: line, Class: readers.ClassBadSessionID,
+			Reason: fmt.Sprintf("session id %q is not a UUID: the reference's manifest requires one (pi allows custom ids); the session stays on its JSONL", id)})
+	}
 	st, err := writers.Stage(ctx, src, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: env.Ops})
 	src.Close()
 	if err != nil {
@@ -380,11 +421,6 @@ func (x *session) refusedOrFailed(res SessionResult, err error) SessionResult {
 		res.Error = refusedInfo(r, r.Reason)
 		return res
 	}
-	if errors.Is(err, context.Canceled) {
-		return x.failed(res, wire.ErrorClassIOFailure, wire.Verification{}, err)
-	}
-	var corrupt interface{ Unwrap() error }
-	_ = corrupt
 	return x.failed(res, wire.ErrorClassIOFailure, wire.Verification{}, err)
 }
 

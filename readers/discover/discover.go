@@ -315,8 +315,10 @@ func (w *walker) walkDir(t *Tree, dir string, isRoot bool) error {
 			Reason: "holds its own .pisess/; its sessions are listed under " + t.Root})
 	}
 	t.Skipped = append(t.Skipped, l.skipped...)
-	for _, stem := range l.stems() {
-		w.addStem(t, l, stem)
+	for _, st := range l.stems() {
+		for _, cand := range l.candidates[st] {
+			w.addCandidate(t, l, st, cand, t.SymlinkAncestor)
+		}
 	}
 	t.Leftovers = append(t.Leftovers, l.leftovers()...)
 	for _, sub := range l.subdirs {
@@ -347,24 +349,27 @@ func (w *walker) addFile(t *Tree, path string) error {
 			return nil
 		}
 	}
+	// The directories between the tree and the file were not walked:
+	// check them too.
+	link, ok, err := durable.OS.HasSymlinkAncestor(path)
+	if err != nil {
+		return fmt.Errorf("walk %s: %w", path, err)
+	}
+	if !ok {
+		link = t.SymlinkAncestor
+	}
 	st := stem(name)
-	c := l.candidates[st]
-	for _, cand := range c {
+	for _, cand := range l.candidates[st] {
 		if cand.path == path {
-			w.addCandidate(t, l, st, cand)
+			w.addCandidate(t, l, st, cand, link)
 		}
 	}
 	return nil
 }
 
-// addStem adds the sessions of one stem in listing l.
-func (w *walker) addStem(t *Tree, l *listing, st string) {
-	for _, cand := range l.candidates[st] {
-		w.addCandidate(t, l, st, cand)
-	}
-}
-
-func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate) {
+// addCandidate adds one session file of listing l to tree t; ancestor is
+// the symlinked directory above it, "" when there is none.
+func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate, ancestor string) {
 	if w.seen[c.path] {
 		return
 	}
@@ -394,9 +399,9 @@ func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate) {
 		}
 		s.Version = version
 		switch {
-		case t.SymlinkAncestor != "":
+		case ancestor != "":
 			s.Refusal = &readers.RefusedError{Path: c.path, Class: ClassSymlinkAncestor,
-				Reason: ReasonSymlinkAncestor + " (" + t.SymlinkAncestor + " is a symlink)"}
+				Reason: ReasonSymlinkAncestor + " (" + ancestor + " is a symlink)"}
 		case s.Format == readers.FormatSQLitev1:
 			if twin, ok := jsonlTwin(l, st); ok {
 				s.Refusal = &readers.RefusedError{Path: c.path, Class: ClassSidecarConflict,

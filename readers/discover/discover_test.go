@@ -376,3 +376,65 @@ func TestSidecarPath(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenAndReadHeader(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "a.jsonl")
+	write(t, p, header+entry)
+	h, err := ReadHeader(p)
+	if err != nil || h.ID != "3f2b8c1e-9a4d-4e6f-8b2a-1c5d7e9f0a1b" || h.Version != 3 || h.Format != readers.FormatJSONLv3 ||
+		string(h.Raw) != strings.TrimSuffix(header, "\n") {
+		t.Fatalf("ReadHeader = %+v, %v", h, err)
+	}
+	// Only the header is read: a bad entry further on is not its business.
+	bad := filepath.Join(root, "b.jsonl")
+	write(t, bad, header+"{not json\n")
+	if h, err := ReadHeader(bad); err != nil || h.Version != 3 {
+		t.Fatalf("ReadHeader with a bad entry = %+v, %v", h, err)
+	}
+	if _, err := OpenSource(bad); readers.AsRefused(err) == nil {
+		t.Fatalf("OpenSource of a bad session: %v", err)
+	}
+	legacy := filepath.Join(root, "c.jsonl")
+	write(t, legacy, `{"type":"session","id":"x","timestamp":"2026-01-05T10:00:00.000Z","cwd":"/"}`+"\n")
+	if h, err := ReadHeader(legacy); err != nil || h.Version != 0 {
+		t.Fatalf("ReadHeader of a version-1 header = %+v, %v", h, err)
+	}
+	if _, err := ReadHeader(filepath.Join(root, "none.jsonl")); readers.AsRefused(err) == nil {
+		t.Fatalf("missing file: %v", err)
+	}
+
+	tree := walkOne(t, root)
+	s := sessionsByRel(tree)["a.jsonl"]
+	src, err := s.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if e, err := src.Next(); err != nil || e.ID != "a1b2c3d4" {
+		t.Fatalf("first entry %+v, %v", e, err)
+	}
+	refused := Session{Path: p, Refusal: &readers.RefusedError{Path: p, Class: readers.ClassSymlink, Reason: ReasonSymlink}}
+	if _, err := refused.Open(); readers.AsRefused(err) != refused.Refusal {
+		t.Fatalf("Open of a refused session: %v", err)
+	}
+	if _, err := OpenSource(filepath.Join(root, "x.txt")); readers.AsRefused(err) == nil {
+		t.Fatal("OpenSource of a .txt")
+	}
+}
+
+func TestWalkFileRootBelowASymlinkInsideItsTree(t *testing.T) {
+	root := t.TempDir()
+	mkdir(t, filepath.Join(root, PisessDir))
+	real := filepath.Join(root, "real")
+	write(t, filepath.Join(real, "a.jsonl"), header)
+	symlink(t, real, filepath.Join(root, "link"))
+	tree := walkOne(t, filepath.Join(root, "link", "a.jsonl"))
+	if tree.Root != root || tree.SymlinkAncestor != "" {
+		t.Fatalf("tree %s ancestor %q", tree.Root, tree.SymlinkAncestor)
+	}
+	r := tree.Sessions[0].Refusal
+	if r == nil || r.Class != ClassSymlinkAncestor || !strings.Contains(r.Reason, filepath.Join(root, "link")) {
+		t.Fatalf("refusal %+v", r)
+	}
+}

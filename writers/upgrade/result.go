@@ -28,12 +28,15 @@ const (
 	// StatusFailed: an operational error (I/O, permissions); Problem says
 	// which step. The original is in place, unless Problem says otherwise.
 	StatusFailed Status = "failed"
+	// StatusSkipped: not a JSONL session (a SQLite one): there is nothing
+	// to upgrade. Upgrade never returns it; callers that walk trees do.
+	StatusSkipped Status = "skipped"
 )
 
 // Valid reports whether s is one of the statuses.
 func (s Status) Valid() bool {
 	switch s {
-	case StatusUpgraded, StatusPlanned, StatusCurrent, StatusRefused, StatusBusy, StatusChanged, StatusFailed:
+	case StatusUpgraded, StatusPlanned, StatusCurrent, StatusRefused, StatusBusy, StatusChanged, StatusFailed, StatusSkipped:
 		return true
 	}
 	return false
@@ -97,7 +100,7 @@ type Result struct {
 	// What was (or, in a dry run, would be) written. NewHeader is the new
 	// header line.
 	NewHeader     json.RawMessage `json:"newHeader,omitempty"`
-	Entries       int             `json:"entries"`
+	Entries       int             `json:"entries,omitempty"`
 	IDs           []AssignedID    `json:"assignedIds,omitempty"`
 	ParentsSet    int             `json:"parentsSet,omitempty"`
 	RolesRenamed  []int64         `json:"rolesRenamed,omitempty"` // lines

@@ -456,3 +456,26 @@ func TestIsTemp(t *testing.T) {
 		t.Error("IsTemp")
 	}
 }
+
+// TestDryRunWithLockFile: a dry run takes an existing session lock (and
+// respects it) but creates nothing.
+func TestDryRunWithLockFile(t *testing.T) {
+	tree, path := sessionTree(t, "\ufeff"+v1Session)
+	writeFile(t, path+".lock", "")
+	before := treeDigest(t, tree)
+	res := run(t, path, Options{DryRun: true})
+	if res.Status != StatusPlanned || !res.BOM {
+		t.Fatalf("%s %+v", res.Status, res.Problem)
+	}
+	if treeDigest(t, tree) != before {
+		t.Errorf("the dry run changed the tree")
+	}
+	held, err := durable.OS.LockFile(context.Background(), path+".lock", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+	if res := run(t, path, Options{DryRun: true, LockTimeout: 10 * time.Millisecond}); res.Status != StatusBusy {
+		t.Errorf("dry run under a held lock: %s", res.Status)
+	}
+}

@@ -52,9 +52,10 @@
 // mismatch (payload hash or size, manifest hash) also matches ErrChecksum
 // under errors.Is. Callers add the path, line or offset.
 //
-// Two deliberate differences from serde: a struct written as a JSON array
-// (which serde's derive would accept field by field) is refused, and a
-// frame payload must satisfy the full JSON parser (a lone surrogate escape
-// inside it is refused, where serde's RawValue only skips it). Neither can
-// come from a writer of this format.
+// A frame's payload is checked as serde's RawValue checks it: syntax and
+// UTF-8 only (rawscan.go), so a lone surrogate escape or a number beyond
+// f64 inside a payload is accepted there, as by the reference, and no
+// Value is built for it. One deliberate difference from serde: a struct
+// written as a JSON array, which serde's derive would accept field by
+// field, is refused; no writer of this format produces one.
 package wire

@@ -89,20 +89,39 @@ func AppendFrame(dst []byte, f Frame) []byte {
 // and payloadSha256 against the payload's exact bytes, whose span is taken
 // from the parser (never searched for). A digest or size mismatch matches
 // ErrChecksum. The returned Payload aliases line.
-func ParseFrame(line []byte) (Frame, error) {
+func ParseFrame(line []byte) (Frame, error) { return parseFrame(line, true) }
+
+// parseFrame is ParseFrame with the envelope fast path (rawscan.go) on or
+// off; the fuzz tests compare the two.
+func parseFrame(line []byte, fast bool) (Frame, error) {
 	body, err := lineBody(DocFrame, line, MaxFrameBytes)
 	if err != nil {
 		return Frame{}, err
 	}
-	start, end := -1, -1
-	v, err := parseDoc(DocFrame, body, func(m TopMember) error {
-		if m.Key == "payload" {
-			start, end = m.ValueStart, m.ValueEnd
+	var (
+		v          Value
+		start, end int
+	)
+	if fast {
+		start, end, fast = frameEnvelope(body)
+	}
+	if fast {
+		env := make([]byte, 0, len(body)-(end-start)+1)
+		env = append(append(append(env, body[:start]...), '0'), body[end:]...)
+		if v, err = ParseJSON(env, nil); err != nil {
+			fast = false // the full parse below reports the error exactly
 		}
-		return nil
-	})
-	if err != nil {
-		return Frame{}, err
+	}
+	if !fast {
+		v, err = parseDoc(DocFrame, body, func(m TopMember) error {
+			if m.Key == "payload" {
+				start, end = m.ValueStart, m.ValueEnd
+			}
+			return nil
+		})
+		if err != nil {
+			return Frame{}, err
+		}
 	}
 	d := decodeObject(DocFrame, "", v, frameNames, false)
 	d.check(fmSchema, d.str(fmSchema) == SchemaFrame, "unsupported schema")

@@ -2,9 +2,11 @@ package wire
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"unicode/utf8"
 )
 
 // maxFuzzInput bounds fuzz inputs (as Prometheus's fuzzers do): the limits
@@ -96,4 +98,71 @@ func FuzzParseManifest(f *testing.F) {
 			t.Fatalf("round trip: %v\n%s\n%s", err, b, out)
 		}
 	})
+}
+
+// The envelope fast path and the full parse agree on every frame line,
+// but for what serde's RawValue accepts beyond a full parse (rawWider).
+func FuzzFrameFastPath(f *testing.F) {
+	seedLines(f, "segments/*.seg", 100)
+	f.Add([]byte(frameLine(samplePayload)))
+	f.Add([]byte(frameLine(`{"a":"\ud800"}`)))
+	f.Add([]byte(frameLine(`{"a":[1,{"b":[]},-0.5e+3,true,null]}`)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > maxFuzzInput {
+			return
+		}
+		fast, ferr := parseFrame(b, true)
+		slow, serr := parseFrame(b, false)
+		switch {
+		case ferr == nil && serr == nil:
+			if !frameEqual(fast, slow) {
+				t.Fatalf("fast and slow frames differ for %s", b)
+			}
+		case ferr != nil && serr != nil:
+			if ferr.Error() != serr.Error() {
+				t.Fatalf("errors differ for %s:\n fast %v\n slow %v", b, ferr, serr)
+			}
+		case ferr == nil:
+			if !rawWider(serr) {
+				t.Fatalf("only the fast path accepts %s: %v", b, serr)
+			}
+		default:
+			t.Fatalf("only the slow path accepts %s: %v", b, ferr)
+		}
+	})
+}
+
+// skipValue accepts exactly what the full parser accepts, but for what
+// serde's ignore_value does not check either (rawWider).
+func FuzzSkipValue(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `{"a":[1,2,{"b":null}]}`, `"\u00e9\n"`, `-0.0e-5`, `01`, `[1,]`, `{"a":1,}`, `"\ud83d\ude00"`, `"\ud800"`, "\"\x01\"", `tru`, ` 1 `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > maxFuzzInput {
+			return
+		}
+		end, ok := skipValue(b, 0)
+		ok = ok && skipWS(b, end) == len(b) && utf8.Valid(b)
+		_, err := ParseJSON(b, nil)
+		if len(b) > 0 && (b[0] == ' ' || b[0] == '\n' || b[0] == '\t' || b[0] == '\r') {
+			return // skipValue starts at a value; ParseJSON skips white space first
+		}
+		switch {
+		case ok && err != nil:
+			if !rawWider(err) {
+				t.Fatalf("skipValue accepts %q, ParseJSON: %v", b, err)
+			}
+		case !ok && err == nil:
+			t.Fatalf("ParseJSON accepts %q, skipValue does not", b)
+		}
+	})
+}
+
+// rawWider reports whether a full parse refused only for a reason serde's
+// ignore_value does not check: a lone surrogate escape, nesting beyond the
+// recursion limit, a number beyond f64 (1e700).
+func rawWider(err error) bool {
+	var se *SyntaxError
+	return errors.As(err, &se) && (se.IsSurrogate() || se.Msg == msgRecursionLimit || se.Msg == msgNumberOutOfRange)
 }

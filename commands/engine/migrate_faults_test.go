@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"pisess/fixtures"
+	"pisess/readers/discover"
+	"pisess/writers/durable"
+	"pisess/writers/wire"
+)
+
+// TestMigrateInjectedFaults injects one fault at a time into the file
+// operations of a migration (durable.FaultyOps): a full disk on a write, a
+// failed fsync, a refused rename. Each must end the session in a clean,
+// classified error with nothing half-made visible — no <stem>.v2 where
+// there was none, the old sidecar intact where there was one, no staging or
+// backup directory left — a failed event in the tree journal, the source
+// untouched; and a later normal run migrates it.
+func TestMigrateInjectedFaults(t *testing.T) {
+	tests := []struct {
+		name string
+		rule durable.FaultRule
+		// refresh: the session already has a (stale) sidecar, which the
+		// failed run must leave exactly as it was.
+		refresh bool
+	}{
+		{"ENOSPC on a segment write", durable.FaultRule{Op: durable.FaultWrite, Pattern: "*.seg", Err: syscall.ENOSPC}, false},
+		{"ENOSPC on the index write", durable.FaultRule{Op: durable.FaultWrite, Pattern: "offsets.jsonl", Err: syscall.ENOSPC}, false},
+		{"ENOSPC on the store ledger", durable.FaultRule{Op: durable.FaultWrite, Pattern: "ledger.jsonl", Err: syscall.ENOSPC, Skip: 2}, false},
+		{"ENOSPC on source-state.json", durable.FaultRule{Op: durable.FaultWrite, Pattern: "source-state.json", Err: syscall.ENOSPC}, false},
+		{"EIO on a segment fsync", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.seg", Err: syscall.EIO}, false},
+		{"EIO on the manifest temp fsync", durable.FaultRule{Op: durable.FaultSync, Pattern: "manifest.json.tmp", Err: syscall.EIO}, false},
+		{"EIO on the staging directory fsync", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.v2.staging.*", Err: syscall.EIO}, false},
+		{"EACCES on the manifest temp rename", durable.FaultRule{Op: durable.FaultRename, Pattern: "manifest.json.tmp", Err: syscall.EACCES}, false},
+		{"EACCES on the staging to sidecar rename", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.staging.*", Err: syscall.EACCES}, false},
+		{"EACCES on the staging to sidecar rename, refresh", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.staging.*", Err: syscall.EACCES}, true},
+		{"EACCES on displacing the old sidecar", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.backup.*", Err: syscall.EACCES}, true},
+		{"EIO on a segment fsync, refresh", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.seg", Err: syscall.EIO}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			session, last := migSession(t, dir, "victim", 6)
+			other, _ := migSession(t, dir, "bystander", 2)
+			sidecar := discover.SidecarPath(session)
+			var oldStore map[string]string
+			if tt.refresh {
+				migRun(t, migOptions(session))
+				migAppend(t, session, migEntryLine("f0000001", last, "later"))
+				oldStore = fixtures.TreeDigest(t, sidecar)
+			}
+			src := fixtures.SHA256File(t, session)
+
+			opt := migOptions(session)
+			opt.Ops = durable.FaultyOps(tt.rule)
+			rep := migRun(t, opt)
+			s := migResult(t, rep, session)
+			if s.Outcome != OutcomeFailed || s.Error == nil ||
+				(s.Error.Class != string(wire.ErrorClassIOFailure) && s.Error.Class != string(wire.ErrorClassAtomicityViolation)) {
+				t.Fatalf("%s/%s error %+v, want a failure classed io_failure or atomicity_violation", s.Action, s.Outcome, s.Error)
+			}
+			if !strings.Contains(s.Error.Message, tt.rule.Err.Error()) {
+				t.Errorf("the error does not say what failed (%v): %s", tt.rule.Err, s.Error.Message)
+			}
+			if rep.Tally().Left() != 1 {
+				t.Errorf("tally %+v", rep.Tally())
+			}
+			if tt.refresh {
+				if d := migDigestDiff(oldStore, fixtures.TreeDigest(t, sidecar), nil); len(d) > 0 {
+					t.Errorf("the old sidecar changed: %v", d)
+				}
+			} else if _, err := os.Lstat(sidecar); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s exists after the failure (%v)", sidecar, err)
+			}
+			if l := migLeftovers(t, dir); len(l) > 0 {
+				t.Errorf("leftovers %v", l)
+			}
+			if fixtures.SHA256File(t, session) != src {
+				t.Error("the source changed")
+			}
+			failed := false
+			for _, r := range migJournal(t, dir, rep.CorrelationID) {
+				if ev := r.Event; ev != nil && ev.SourcePath == session {
+					if ev.Phase == wire.PhaseCompleted {
+						t.Errorf("journal: completed after a failure")
+					}
+					if ev.Phase == wire.PhaseFailed && (ev.ErrorClass == wire.ErrorClassIOFailure || ev.ErrorClass == wire.ErrorClassAtomicityViolation) &&
+						ev.Outcome != wire.OutcomeOK {
+						failed = true
+					}
+				}
+			}
+			if !failed {
+				t.Errorf("no failed event with its error class in the journal: %v", migEventPhases(migJournal(t, dir, rep.CorrelationID), session))
+			}
+
+			// The fault is gone: the next run migrates it (the bystander,
+			// never faulted by a rule on the victim's path, is fresh).
+			next := migRun(t, migOptions(dir))
+			s = migResult(t, next, session)
+			if s.Outcome != OutcomeDone {
+				t.Fatalf("the run after the fault: %s/%s %+v", s.Action, s.Outcome, s.Error)
+			}
+			migAllVerified(t, s)
+			uid, gid := migOwner(t, session)
+			migCheckInstalled(t, session, next.CorrelationID, uid, gid)
+			if o := migResult(t, next, other); o.Outcome != OutcomeDone {
+				t.Errorf("bystander: %s/%s", o.Action, o.Outcome)
+			}
+			if l := migLeftovers(t, dir); len(l) > 0 {
+				t.Errorf("leftovers after the recovery %v", l)
+			}
+		})
+	}
+}

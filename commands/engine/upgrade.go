@@ -1,0 +1,272 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"pisess/ledger"
+	"pisess/readers"
+	"pisess/readers/discover"
+	"pisess/writers/durable"
+	"pisess/writers/upgrade"
+	"pisess/writers/wire"
+)
+
+// QuarantineKindPreUpgrade names the quarantine copy of an upgraded
+// session's original: <tree>/.pisess/quarantine/<id>/<rel>.pre-upgrade.
+const QuarantineKindPreUpgrade = "pre-upgrade"
+
+// UpgradeOptions configure Upgrade.
+type UpgradeOptions struct {
+	// Paths are session files or trees; none means discover.DefaultRoots.
+	Paths  []string
+	DryRun bool
+	// CorrelationID is the run's id (journal notes, quarantine); "" makes
+	// a new one.
+	CorrelationID string
+	// LockTimeout bounds the wait for each session lock; 0 means
+	// DefaultLockTimeout.
+	LockTimeout time.Duration
+	// Clock stamps journal notes; nil means the wall clock.
+	Clock func() time.Time
+	// Ops performs the file operations; the zero value is durable.OS.
+	Ops durable.Ops
+}
+
+// UpgradeTotals counts the files of an upgrade run by status.
+type UpgradeTotals struct {
+	Files    int `json:"files"`
+	Upgraded int `json:"upgraded"`
+	Planned  int `json:"wouldUpgrade"`
+	Current  int `json:"alreadyV3"`
+	Skipped  int `json:"skipped"`
+	Refused  int `json:"refused"`
+	Busy     int `json:"busy"`
+	Changed  int `json:"changed"`
+	Failed   int `json:"failed"`
+	// NotMigratable counts upgraded (or, in a dry run, upgradable) files
+	// the reference still cannot migrate.
+	NotMigratable int `json:"notMigratable"`
+}
+
+// UpgradeReport is the result of Upgrade: one upgrade.Result per session
+// found, in discovery order.
+type UpgradeReport struct {
+	CorrelationID string           `json:"correlationId"`
+	DryRun        bool             `json:"dryRun"`
+	Trees         []string         `json:"trees"`
+	Files         []upgrade.Result `json:"files"`
+	Totals        UpgradeTotals    `json:"totals"`
+	// Skipped are entries discovery did not take as sessions.
+	Skipped []discover.Skipped `json:"skippedEntries,omitempty"`
+}
+
+// Tally implements Report. Refused, busy, changed and failed files are
+// problems left (exit 4, as migrate counts its sessions); an upgrade is
+// not a repair, so a run that upgraded everything exits 0. A file the
+// reference still cannot migrate after its upgrade is not a problem of
+// the upgrade: migrate will refuse it and say why.
+func (r UpgradeReport) Tally() Tally {
+	t := r.Totals
+	return Tally{Problems: t.Refused + t.Busy + t.Changed + t.Failed}
+}
+
+// Upgrade rewrites every version 1 or 2 JSONL session under opt.Paths as
+// version 3 (writers/upgrade), under each tree's lock and each session's
+// lock, quarantining each original and recording an upgraded note in the
+// tree journal, so that `pisess rollback <correlation id>` restores it.
+// Sessions that are version 3 are reported as such without being opened;
+// SQLite sessions are skipped. A dry run takes no tree lock and writes
+// nothing anywhere. Errors mean the run could not run (bad option, tree
+// lock held, unreadable tree, interrupted); per-file problems are in the
+// report.
+func Upgrade(ctx context.Context, opt UpgradeOptions) (UpgradeReport, error) {
+	if err := checkUpgradeOptions(&opt); err != nil {
+		return UpgradeReport{}, err
+	}
+	log := zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger()
+	rep := UpgradeReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Files: []upgrade.Result{}}
+	trees, err := walkRoots(opt.Paths)
+	if err != nil {
+		return rep, err
+	}
+	named := namedFiles(opt.Paths)
+	for _, t := range trees {
+		rep.Trees = append(rep.Trees, t.Root)
+		for _, sk := range t.Skipped {
+			if !named[sk.Path] {
+				rep.Skipped = append(rep.Skipped, sk)
+				continue
+			}
+			// A file named on the command line is not passed over in
+			// silence: it is refused, with discovery's reason.
+			rep.Files = append(rep.Files, upgrade.Result{Path: sk.Path, Status: upgrade.StatusRefused,
+				Problem: &upgrade.Problem{Class: readers.Class(sk.Kind), Reason: sk.Reason}})
+		}
+		if err := upgradeTree(ctx, opt, t, &rep, log); err != nil {
+			rep.Totals = upgradeTotals(rep.Files)
+			return rep, err
+		}
+	}
+	rep.Totals = upgradeTotals(rep.Files)
+	if err := ctx.Err(); err != nil {
+		return rep, fmt.Errorf("upgrade interrupted: %w", err)
+	}
+	return rep, nil
+}
+
+// namedFiles returns the absolute paths of the arguments that are not
+// directories.
+func namedFiles(paths []string) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Lstat(abs); err == nil && !fi.IsDir() {
+			out[abs] = true
+		}
+	}
+	return out
+}
+
+func checkUpgradeOptions(opt *UpgradeOptions) error {
+	if opt.CorrelationID == "" {
+		opt.CorrelationID = ledger.NewCorrelationID()
+	} else if !ledger.ValidCorrelationID(opt.CorrelationID) {
+		return Usagef("--correlation-id %q: want 8 to 128 characters of A-Z a-z 0-9 . _ : -", opt.CorrelationID)
+	}
+	switch {
+	case opt.LockTimeout < 0:
+		return Usagef("--lock-timeout %s: want a positive duration", opt.LockTimeout)
+	case opt.LockTimeout == 0:
+		opt.LockTimeout = DefaultLockTimeout
+	}
+	if opt.Ops.OpenFile == nil {
+		opt.Ops = durable.OS
+	}
+	if opt.Clock == nil {
+		opt.Clock = func() time.Time { return time.Now().UTC() }
+	}
+	return nil
+}
+
+// needsUpgrade reports whether a session must be opened: a JSONL session
+// discovery does not already know to be version 3 and has not refused.
+func needsUpgrade(s discover.Session) bool {
+	return s.Format == readers.FormatJSONLv3 && s.Refusal == nil && s.Version != 3
+}
+
+// upgradeTree upgrades the sessions of one tree. The tree lock is taken
+// (creating .pisess/) only when some session needs an upgrade and this is
+// not a dry run.
+func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *UpgradeReport, log zerolog.Logger) error {
+	var journal *ledger.Journal
+	if !opt.DryRun {
+		need := false
+		for _, s := range t.Sessions {
+			need = need || needsUpgrade(s)
+		}
+		if need {
+			l, _, err := lockTreeForRepair(opt.Ops, t.Root)
+			if err != nil {
+				return fmt.Errorf("upgrade %s: %w", t.Root, err)
+			}
+			defer l.Unlock()
+			if journal, err = ledger.OpenJournalWith(opt.Ops, t.Root); err != nil {
+				return fmt.Errorf("open journal of %s: %w", t.Root, err)
+			}
+		}
+	}
+	for _, s := range t.Sessions {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("upgrade interrupted: %w", err)
+		}
+		res, err := upgradeSession(ctx, opt, s, journal)
+		rep.Files = append(rep.Files, *res)
+		ev := log.Info()
+		if res.Status != upgrade.StatusUpgraded && res.Status != upgrade.StatusPlanned && res.Status != upgrade.StatusCurrent {
+			ev = log.Warn()
+		}
+		ev.Str("session", s.Path).Str("status", string(res.Status)).Msg("upgrade")
+		if err != nil {
+			return fmt.Errorf("upgrade interrupted: %w", err)
+		}
+	}
+	return nil
+}
+
+func upgradeSession(ctx context.Context, opt UpgradeOptions, s discover.Session, journal *ledger.Journal) (*upgrade.Result, error) {
+	res := &upgrade.Result{Path: s.Path}
+	switch {
+	case s.Refusal != nil:
+		res.Status = upgrade.StatusRefused
+		res.Problem = &upgrade.Problem{Line: s.Refusal.Line, Class: s.Refusal.Class, Reason: s.Refusal.Reason}
+		return res, nil
+	case s.Format != readers.FormatJSONLv3:
+		res.Status = upgrade.StatusSkipped
+		res.Problem = &upgrade.Problem{Class: "not_jsonl", Reason: fmt.Sprintf("a %s session: only JSONL sessions have versions to upgrade", s.Format)}
+		return res, nil
+	case s.Version == 3:
+		res.Status, res.Version = upgrade.StatusCurrent, 3
+		return res, nil
+	}
+	uo := upgrade.Options{DryRun: opt.DryRun, LockTimeout: opt.LockTimeout, Ops: opt.Ops}
+	if !opt.DryRun {
+		q := ledger.QuarantinePath(s.Tree, opt.CorrelationID, s.Rel, QuarantineKindPreUpgrade)
+		uo.Tree, uo.QuarantinePath = s.Tree, q
+		uo.Record = func(e upgrade.Event) error {
+			kind := ledger.NoteUpgraded
+			if e.Kind == upgrade.EventRestored {
+				kind = ledger.NoteRestored
+			}
+			return journal.Append(ledger.NoteRecord(ledger.Note{
+				CorrelationID:  opt.CorrelationID,
+				At:             wire.FormatTimestamp(opt.Clock()),
+				Session:        s.Path,
+				Kind:           kind,
+				Path:           e.Path,
+				QuarantinePath: e.QuarantinePath,
+				SHA256:         e.SHA256,
+				NewSHA256:      e.NewSHA256,
+				Detail:         e.Detail,
+			}))
+		}
+	}
+	return upgrade.Upgrade(ctx, s.Path, uo)
+}
+
+func upgradeTotals(files []upgrade.Result) UpgradeTotals {
+	t := UpgradeTotals{Files: len(files)}
+	for _, f := range files {
+		switch f.Status {
+		case upgrade.StatusUpgraded:
+			t.Upgraded++
+		case upgrade.StatusPlanned:
+			t.Planned++
+		case upgrade.StatusCurrent:
+			t.Current++
+		case upgrade.StatusSkipped:
+			t.Skipped++
+		case upgrade.StatusRefused:
+			t.Refused++
+		case upgrade.StatusBusy:
+			t.Busy++
+		case upgrade.StatusChanged:
+			t.Changed++
+		case upgrade.StatusFailed:
+			t.Failed++
+		}
+		if f.Reference != nil && !f.Reference.Migratable &&
+			(f.Status == upgrade.StatusUpgraded || f.Status == upgrade.StatusPlanned) {
+			t.NotMigratable++
+		}
+	}
+	return t
+}

@@ -1,0 +1,144 @@
+package commands
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"pisess/commands/engine"
+)
+
+func fsckCommand(r *run) *cli.Command {
+	return command(&cli.Command{
+		Name:      "fsck",
+		Usage:     "check session trees and their V2 sidecars; --repair mends what can be mended",
+		ArgsUsage: "[PATH...]",
+		Description: `Checks every session under PATH (a session file or a directory tree; with
+none, the default tree as for migrate) under the tree lock, as e2fsck checks a
+file system. Each session gets the reference's status class (unmigrated,
+migrated, stale, corrupt, partial) and the finer findings beneath it: pi's
+acceptance rules (modes, owner, symlinks, unindexed segments, a pending
+rollback), the store's integrity (torn tails, CRC, index, manifest, chain), a
+full verification against the source, and the source's own refusal (a notice:
+pi keeps using such a session as JSONL). The tree's own findings: leftover
+staging and backup directories, directories whose session is gone, a stale
+tree lock, journal lines that do not parse. Every finding names the file, the
+check that failed and the repair that applies. *.seg.bak files are ignored.
+Without --repair nothing is written.
+
+--repair mends, then checks again: torn tails are cut (the cut bytes kept in
+the quarantine first), index and manifest recomputed from the frames, modes set
+to 0700/0600, owner given back to the session file's owner (as root), a pending
+rollback finished, staging quarantined, a backup restored when no sidecar is
+installed (after it is verified) or else quarantined, stale and corrupt
+sidecars rebuilt from the source (the old one quarantined), a stale tree lock
+taken over, unparsable journal lines copied to the quarantine and acknowledged
+(the journal is never rewritten). Nothing is deleted: what is removed goes to
+<tree>/.pisess/quarantine/<correlation id>/, and every repair is a journal
+note with that id. A symlinked ancestor cannot be repaired: it is reported with
+what to do. A stale sidecar (pi wrote the session since) counts as a problem:
+pisess migrate or fsck --repair refreshes it.`,
+		Flags: []cli.Flag{
+			jsonFlag(),
+			&cli.BoolFlag{Name: "repair", Usage: "repair what can be repaired without losing data, then check again"},
+			&cli.IntFlag{Name: "jobs", Value: 0, Usage: "sessions checked in parallel (0: number of CPUs)"},
+		},
+		Action: func(c *cli.Context) error {
+			clock, err := ClockFromEnv()
+			if err != nil {
+				return err
+			}
+			if c.Int("jobs") < 0 {
+				return engine.Usagef("--jobs %d: want 0 (number of CPUs) or more", c.Int("jobs"))
+			}
+			var bar Progress = noProgress{}
+			rep, err := engine.Fsck(r.log.WithContext(c.Context), engine.FsckOptions{
+				Paths:  c.Args().Slice(),
+				Repair: c.Bool("repair"),
+				Jobs:   c.Int("jobs"),
+				Clock:  clock,
+				Progress: func(done, total int) {
+					if done == 1 {
+						bar = NewProgress(r.stderr, total, "checking")
+					}
+					bar.Add(1)
+				},
+			})
+			bar.Finish()
+			if err != nil {
+				return err
+			}
+			r.report, r.value = rep, rep
+			r.text = func(w io.Writer) { renderFsck(w, rep) }
+			return nil
+		},
+	}, exitStatusHelp(
+		"0   clean: nothing wrong (unmigrated sessions are not a problem)",
+		"1   problems were found and all of them were repaired",
+		"4   problems were found and some are left (without --repair: any problem)",
+		"8   fsck could not run (bad tree, no permission, interrupted)",
+		"16  usage error",
+		"32  the tree is locked by another pisess run (the holder is named)",
+		"One value, never a bitwise OR of several: the most urgent wins.",
+	))
+}
+
+func renderFsck(w io.Writer, rep engine.FsckReport) {
+	mode := "fsck (read-only)"
+	if rep.Repair {
+		mode = "fsck --repair: correlation id " + rep.CorrelationID
+	}
+	fmt.Fprintln(w, mode)
+	for _, t := range rep.Trees {
+		fmt.Fprintf(w, "tree %s: %d session(s)\n", t.Root, len(t.Sessions))
+		for _, f := range t.Findings {
+			renderFinding(w, "  ", f)
+		}
+		for _, s := range t.Sessions {
+			if len(s.Findings) == 0 {
+				continue
+			}
+			class := string(s.Class)
+			if s.After != "" && s.After != s.Class {
+				class += " -> " + string(s.After)
+			}
+			fmt.Fprintf(w, "  %s [%s]\n", s.Path, class)
+			for _, f := range s.Findings {
+				renderFinding(w, "    ", f)
+			}
+		}
+	}
+	t := rep.Totals
+	var classes []string
+	for _, c := range engine.ClassOrder(t.Classes) {
+		classes = append(classes, fmt.Sprintf("%d %s", t.Classes[c], c))
+	}
+	fmt.Fprintf(w, "%d session(s)", t.Sessions)
+	if len(classes) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(classes, ", "))
+	}
+	fmt.Fprintf(w, "; %d problem(s), %d repaired, %d left; %d notice(s)\n", t.Problems, t.Repaired, t.Left, t.Notices)
+	if !rep.Repair && t.Left > 0 {
+		fmt.Fprintln(w, "run pisess fsck --repair to repair what can be repaired")
+	}
+}
+
+func renderFinding(w io.Writer, indent string, f engine.FsckFinding) {
+	state := "problem"
+	switch {
+	case f.Notice:
+		state = "notice"
+	case f.Repaired:
+		state = "repaired"
+	}
+	fmt.Fprintf(w, "%s%s %s\n", indent, state, f)
+	if f.Notice || f.Repaired {
+		return
+	}
+	fmt.Fprintf(w, "%s  repair: %s\n", indent, f.Repair)
+	if f.RepairError != "" {
+		fmt.Fprintf(w, "%s  not repaired: %s\n", indent, f.RepairError)
+	}
+}

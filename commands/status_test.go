@@ -1,0 +1,186 @@
+package commands
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"pisess/commands/engine"
+	"pisess/verify"
+	"pisess/writers/store"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of package commands (testdata/*.golden)")
+
+// classTree builds a tree with one session of each of the reference's five
+// status classes (FORMAT.md §9), made the way each arises:
+//
+//	migrated.jsonl    migrated by pisess migrate, untouched since;
+//	stale.jsonl       migrated, then appended to, as pi appends (the
+//	                  fingerprint no longer matches);
+//	corrupt.jsonl     migrated, then a segment chmod-ed 0644 (pi refuses a
+//	                  group or other bit: the reference's preflight fails);
+//	partial.jsonl     migrated, then its index removed while the source has
+//	                  entries (a sidecar left half-written);
+//	unmigrated.jsonl  never migrated.
+func classTree(t *testing.T) (root string, want map[string]verify.Class) {
+	t.Helper()
+	root = t.TempDir()
+	dir := filepath.Join(root, "--home-u-proj--")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exampleSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]verify.Class{
+		"migrated": verify.ClassMigrated, "stale": verify.ClassStale, "corrupt": verify.ClassCorrupt,
+		"partial": verify.ClassPartial, "unmigrated": verify.ClassUnmigrated,
+	}
+	for name := range want {
+		if name == "unmigrated" {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".jsonl"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := pisess(t, "migrate", "--json", "--correlation-id", "fixture-migration", root); r.code != ExitClean {
+		t.Fatalf("migrate: %s", r)
+	}
+	appendFile(t, filepath.Join(dir, "stale.jsonl"), appendedEntry)
+	if err := os.Chmod(store.SegmentPath(filepath.Join(dir, "corrupt.v2"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(store.IndexPath(filepath.Join(dir, "partial.v2"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "unmigrated.jsonl"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return root, want
+}
+
+// TestStatusClasses: status (fast), fsck (full) and verify.Status agree
+// with the reference's class of each session.
+func TestStatusClasses(t *testing.T) {
+	root, want := classTree(t)
+	r := pisess(t, "status", "--json", root)
+	if r.code != ExitClean {
+		t.Fatalf("status: %s", r)
+	}
+	var rep engine.StatusReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Sessions) != len(want) {
+		t.Fatalf("status lists %d sessions, want %d", len(rep.Sessions), len(want))
+	}
+	for _, s := range rep.Sessions {
+		name := strings.TrimSuffix(filepath.Base(s.Path), ".jsonl")
+		if s.Class != want[name] {
+			t.Errorf("status: %s is %s, want %s (%s)", name, s.Class, want[name], s.Reason)
+		}
+		full, err := verify.Status(s.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full.Class != want[name] {
+			t.Errorf("verify.Status: %s is %s, want %s", name, full.Class, want[name])
+		}
+		if s.Name == nil || *s.Name != map[bool]string{true: "Renamed", false: "Refactor auth"}[name == "stale"] {
+			t.Errorf("%s: name %v", name, s.Name)
+		}
+		if wantRun := map[bool]string{true: "", false: "fixture-migration"}[name == "unmigrated"]; s.LastMigration != wantRun {
+			t.Errorf("%s: last migration %q, want %q", name, s.LastMigration, wantRun)
+		}
+	}
+	for c, n := range map[verify.Class]int{verify.ClassMigrated: 1, verify.ClassStale: 1, verify.ClassCorrupt: 1,
+		verify.ClassPartial: 1, verify.ClassUnmigrated: 1} {
+		if rep.Totals[c] != n {
+			t.Errorf("totals[%s] = %d, want %d", c, rep.Totals[c], n)
+		}
+	}
+
+	code, frep, fr := fsckJSON(t, root)
+	if code != ExitProblems {
+		t.Fatalf("fsck: %s", fr)
+	}
+	for _, s := range frep.Trees[0].Sessions {
+		name := strings.TrimSuffix(filepath.Base(s.Path), ".jsonl")
+		if s.Class != want[name] {
+			t.Errorf("fsck: %s is %s, want %s", name, s.Class, want[name])
+		}
+	}
+}
+
+// TestStatusGolden pins the text output of pisess status (go test
+// ./commands -run TestStatusGolden -update rewrites it).
+func TestStatusGolden(t *testing.T) {
+	root, _ := classTree(t)
+	r := pisess(t, "status", root)
+	if r.code != ExitClean {
+		t.Fatalf("status: %s", r)
+	}
+	j := pisess(t, "status", "--json", root)
+	var rep engine.StatusReport
+	if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var direct strings.Builder
+	renderStatus(&direct, rep)
+	if direct.String() != r.stderr {
+		t.Fatalf("the text output is not the rendering of the --json report:\n%s\n---\n%s", r.stderr, direct.String())
+	}
+	// The temporary tree's path varies in length, and so would the
+	// columns: render with the tree named $TREE.
+	for i := range rep.Sessions {
+		rep.Sessions[i].Path = strings.Replace(rep.Sessions[i].Path, root, "$TREE", 1)
+		rep.Sessions[i].Reason = strings.ReplaceAll(rep.Sessions[i].Reason, root, "$TREE")
+	}
+	var b strings.Builder
+	renderStatus(&b, rep)
+	got := b.String()
+	golden := filepath.Join("testdata", "status.golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < max(len(gl), len(wl)); i++ {
+			var g, w string
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if g != w {
+				t.Fatalf("status output differs from %s at line %d:\n got: %q\nwant: %q\n(run with -update if the change is intended)", golden, i+1, g, w)
+			}
+		}
+	}
+}
+
+// TestStatusMissingTree: a tree that does not exist is an operational
+// error.
+func TestStatusMissingTree(t *testing.T) {
+	r := pisess(t, "status", "--json", filepath.Join(t.TempDir(), "nope"))
+	if r.code != ExitOperational {
+		t.Fatalf("status of a missing tree: %s", r)
+	}
+	checkErrorObject(t, r, ClassOperational)
+}

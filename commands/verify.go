@@ -1,0 +1,84 @@
+package commands
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"pisess/commands/engine"
+)
+
+func verifyCommand(r *run) *cli.Command {
+	return command(&cli.Command{
+		Name:      "verify",
+		Usage:     "verify sidecars against their sources in full (read-only)",
+		ArgsUsage: "PATH...",
+		Description: `Verifies the sidecar of every session under PATH (a session file, its
+<stem>.v2 sidecar, or a directory tree) against its source, in full: the
+reference's three verification flags (entryCountMatch: the store's entry ids
+in order are the source's; hashChainMatch: the hash chain recomputed from the
+source equals the one over the frames; indexConsistent: index, frames and
+manifest agree), every invariant INV-001..INV-007, and pi's acceptance rules
+(directory and file types, private modes, the session owner, no symlink, no
+unindexed segment, no pending rollback). Sessions without a sidecar met in a
+tree are skipped; one named directly fails. Nothing is written or locked.`,
+		Flags: []cli.Flag{jsonFlag()},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return engine.Usagef("verify wants at least one PATH (see pisess verify --help)")
+			}
+			rep, err := engine.Verify(r.log.WithContext(c.Context), engine.VerifyOptions{Paths: c.Args().Slice()})
+			if err != nil {
+				return err
+			}
+			r.report, r.value = rep, rep
+			r.text = func(w io.Writer) { renderVerify(w, rep) }
+			return nil
+		},
+	}, exitStatusHelp(
+		"0   every sidecar verified",
+		"4   some sidecar failed verification (or a named session has none)",
+		"8   verify could not run (a path that does not exist, an I/O error)",
+		"16  usage error",
+	))
+}
+
+func renderVerify(w io.Writer, rep engine.VerifyReport) {
+	for _, s := range rep.Sessions {
+		switch {
+		case s.Skipped:
+			fmt.Fprintf(w, "skipped  %s: %s\n", s.Path, s.Error)
+			continue
+		case s.Verified:
+			fmt.Fprintf(w, "verified %s\n", s.Sidecar)
+		default:
+			fmt.Fprintf(w, "FAILED   %s\n", s.Path)
+		}
+		if s.Error != "" {
+			fmt.Fprintf(w, "  error: %s\n", s.Error)
+		}
+		if s.Sidecar == "" || s.Error != "" && len(s.Invariants) == 0 {
+			continue
+		}
+		f := s.Flags
+		fmt.Fprintf(w, "  entryCountMatch=%t hashChainMatch=%t indexConsistent=%t (%d entries, source %d), fresh=%t\n",
+			f.EntryCountMatch, f.HashChainMatch, f.IndexConsistent, s.Entries, s.SourceEntries, s.Fresh)
+		for _, inv := range s.Invariants {
+			if !inv.Holds {
+				fmt.Fprintf(w, "  %s broken: %s\n", inv.Code, inv.Detail)
+			}
+		}
+		for _, fd := range s.Findings {
+			where := fd.Path
+			switch {
+			case fd.Segment > 0:
+				where += fmt.Sprintf(" (segment %d, offset %d)", fd.Segment, fd.Offset)
+			case fd.Line > 0:
+				where += fmt.Sprintf(" (line %d)", fd.Line)
+			}
+			fmt.Fprintf(w, "  [%s] %s: %s\n", fd.Code, where, fd.Detail)
+		}
+	}
+	fmt.Fprintf(w, "%d verified, %d failed\n", rep.Verified, rep.Failed)
+}

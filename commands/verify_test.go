@@ -1,0 +1,116 @@
+package commands
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"pisess/commands/engine"
+	"pisess/fixtures"
+	"pisess/verify"
+	"pisess/writers/store"
+)
+
+func verifyJSON(t *testing.T, args ...string) (int, engine.VerifyReport, result) {
+	t.Helper()
+	r := pisess(t, append([]string{"verify", "--json"}, args...)...)
+	var rep engine.VerifyReport
+	if r.code == ExitClean || r.code == ExitProblems {
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("verify --json: %v\n%s", err, r)
+		}
+	}
+	return r.code, rep, r
+}
+
+func TestVerifyClean(t *testing.T) {
+	tr := newFsckTree(t)
+	for _, p := range []string{tr.session, tr.sidecar, tr.root} {
+		code, rep, r := verifyJSON(t, p)
+		if code != ExitClean || rep.Verified != 1 || rep.Failed != 0 {
+			t.Fatalf("verify %s: %s", p, r)
+		}
+		s := rep.Sessions[0]
+		if !s.Flags.EntryCountMatch || !s.Flags.HashChainMatch || !s.Flags.IndexConsistent || !s.Fresh {
+			t.Errorf("verify %s: %+v", p, s)
+		}
+		if len(s.Invariants) != len(verify.InvariantCodes) {
+			t.Errorf("verify %s: %d invariants, want %d", p, len(s.Invariants), len(verify.InvariantCodes))
+		}
+		for _, inv := range s.Invariants {
+			if !inv.Holds {
+				t.Errorf("verify %s: %s does not hold: %s", p, inv.Code, inv.Detail)
+			}
+		}
+	}
+}
+
+func TestVerifyFailures(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, tr fsckTree)
+		check  func(s engine.VerifySession) bool
+	}{
+		{"flipped frame byte", func(t *testing.T, tr fsckTree) { fixtures.FlipByte(t, segment1(tr), 200) },
+			func(s engine.VerifySession) bool { return !s.Flags.IndexConsistent }},
+		{"source appended to", func(t *testing.T, tr fsckTree) { appendFile(t, tr.session, appendedEntry) },
+			func(s engine.VerifySession) bool { return !s.Flags.EntryCountMatch && !s.Fresh }},
+		{"segment 0644", func(t *testing.T, tr fsckTree) {
+			if err := os.Chmod(segment1(tr), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, func(s engine.VerifySession) bool {
+			return len(s.Acceptance) > 0 && s.Acceptance[0].Code == verify.CodeMode
+		}},
+		{"index removed", func(t *testing.T, tr fsckTree) {
+			if err := os.Remove(store.IndexPath(tr.sidecar)); err != nil {
+				t.Fatal(err)
+			}
+		}, func(s engine.VerifySession) bool { return !s.Flags.IndexConsistent }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newFsckTree(t)
+			tt.damage(t, tr)
+			code, rep, r := verifyJSON(t, tr.session)
+			if code != ExitProblems || rep.Failed != 1 || !tt.check(rep.Sessions[0]) {
+				t.Fatalf("verify: %s", r)
+			}
+			if text := pisess(t, "verify", tr.session); text.code != ExitProblems || text.stdout != "" {
+				t.Errorf("verify (text): %s", text)
+			}
+		})
+	}
+}
+
+func TestVerifyUsageAndErrors(t *testing.T) {
+	if r := pisess(t, "verify"); r.code != ExitUsage {
+		t.Errorf("verify with no PATH: %s", r)
+	}
+	if r := pisess(t, "verify", "--json", filepath.Join(t.TempDir(), "nope.jsonl")); r.code != ExitOperational {
+		t.Errorf("verify of a missing path: %s", r)
+	} else {
+		checkErrorObject(t, r, ClassOperational)
+	}
+	// A session with no sidecar: named, it fails; met in a tree, skipped.
+	root := t.TempDir()
+	dir := filepath.Join(root, "--p--")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exampleSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := filepath.Join(dir, "s.jsonl")
+	if err := os.WriteFile(session, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, r := verifyJSON(t, session); code != ExitProblems {
+		t.Errorf("verify of an unmigrated session: %s", r)
+	}
+	if code, rep, r := verifyJSON(t, root); code != ExitClean || !rep.Sessions[0].Skipped {
+		t.Errorf("verify of a tree with an unmigrated session: %s", r)
+	}
+}

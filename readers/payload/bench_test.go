@@ -1,0 +1,67 @@
+package payload
+
+import (
+	"crypto/sha256"
+	"path/filepath"
+	"testing"
+)
+
+// benchSession is the largest real-pi vector (about 1.2 MB, 2000 entries):
+// what a migration decodes, line by line.
+const benchSession = "realpi/01a20023-7353-71a3-8d4c-642cfca7f2ee/source.jsonl"
+
+// benchLines returns the session's entry lines and their total size.
+func benchLines(b *testing.B) ([][]byte, int64) {
+	b.Helper()
+	var lines [][]byte
+	var n int64
+	for _, l := range entryLines(b, filepath.Join(vectorsDir(b), benchSession)) {
+		lines = append(lines, l.text)
+		n += int64(len(l.text))
+	}
+	return lines, n
+}
+
+// BenchmarkDecode is the typed model alone: accept or refuse each line.
+func BenchmarkDecode(b *testing.B) {
+	lines, n := benchLines(b)
+	b.SetBytes(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, l := range lines {
+			if _, err := Decode(l); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkDecodeCanonical is what a migration does with each line before
+// framing it: decode, then the canonical payload bytes.
+func BenchmarkDecodeCanonical(b *testing.B) {
+	lines, n := benchLines(b)
+	b.SetBytes(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, l := range lines {
+			e, err := Decode(l)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = e.Canonical()
+		}
+	}
+}
+
+// BenchmarkSHA256Lines is the yardstick: plain SHA-256 over the same lines,
+// one hash per line as the frame encoder hashes one payload per entry.
+func BenchmarkSHA256Lines(b *testing.B) {
+	lines, n := benchLines(b)
+	b.SetBytes(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, l := range lines {
+			_ = sha256.Sum256(l)
+		}
+	}
+}

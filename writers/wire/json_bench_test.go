@@ -1,0 +1,80 @@
+package wire
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// benchSession is the largest real-pi vector (about 1.2 MB, 2000 entries).
+const benchSession = "../../../shared/vectors/realpi/01a20023-7353-71a3-8d4c-642cfca7f2ee/source.jsonl"
+
+// benchLines returns the session's lines after the header, each with its
+// newline, and their total size.
+func benchLines(b *testing.B) ([][]byte, int64) {
+	b.Helper()
+	src, err := os.ReadFile(filepath.FromSlash(benchSession))
+	if err != nil {
+		b.Skipf("vector not found: %v", err)
+	}
+	var lines [][]byte
+	var n int64
+	for i, l := range bytes.SplitAfter(src, []byte("\n")) {
+		if i == 0 || len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		lines = append(lines, l)
+		n += int64(len(l))
+	}
+	return lines, n
+}
+
+// BenchmarkParseJSON is the JSON layer alone: each line to a Value.
+func BenchmarkParseJSON(b *testing.B) {
+	lines, n := benchLines(b)
+	b.SetBytes(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, l := range lines {
+			if _, err := ParseJSON(l, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkAppendCanonical is the canonical writer alone, over the parsed
+// lines (keys sorted at every depth, compact).
+func BenchmarkAppendCanonical(b *testing.B) {
+	lines, n := benchLines(b)
+	vals := make([]Value, len(lines))
+	for i, l := range lines {
+		v, err := ParseJSON(l, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		vals[i] = v
+	}
+	b.SetBytes(n)
+	b.ReportAllocs()
+	var buf []byte
+	for b.Loop() {
+		for _, v := range vals {
+			buf = AppendCanonical(buf[:0], v)
+		}
+	}
+}
+
+// BenchmarkSHA256Lines is the yardstick: plain SHA-256 over the same lines.
+func BenchmarkSHA256Lines(b *testing.B) {
+	lines, n := benchLines(b)
+	b.SetBytes(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, l := range lines {
+			_ = sha256.Sum256(l)
+		}
+	}
+}
