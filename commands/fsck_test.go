@@ -557,3 +557,14 @@ func TestFsckDamagedFixtures(t *testing.T) {
 		})
 	}
 }
+
+func TestFsckUsage(t *testing.T) {
+	if r := pisess(t, "fsck", "--jobs", "-1", t.TempDir()); r.code != ExitUsage {
+		t.Errorf("fsck --jobs -1: %s", r)
+	}
+	if r := pisess(t, "fsck", "--json", filepath.Join(t.TempDir(), "nope")); r.code != ExitOperational {
+		t.Errorf("fsck of a missing tree: %s", r)
+	} else {
+		checkErrorObject(t, r, ClassOperational)
+	}
+}

@@ -293,7 +293,7 @@ func (p plan) describe(root string, cp wire.Checkpoint) (truncated, setAside []s
 		keep, ok := p.keep[s.seq]
 		switch {
 		case ok && keep > 0 && int64(keep) < s.size:
-			truncated = append(truncated, fmt.Sprintf("%s: %d → %d bytes", s.path, s.size, keep))
+			truncated = append(truncated, fmt.Sprintf("%s: %d → %d bytes (the cut bytes kept in %s.tail.bak)", s.path, s.size, keep, filepath.Base(s.path)))
 		case !ok || keep == 0:
 			setAside = append(setAside, s.path)
 		}

@@ -74,9 +74,8 @@ func TestByCorrelationIDs(t *testing.T) {
 func TestByCorrelationFreshMigration(t *testing.T) {
 	f := newTreeFixture(t, 5)
 	pre := userTree(t, f.tree)
-	m := migrateRun(t, f.tree, f.session, testRun)
+	migrateRun(t, f.tree, f.session, testRun)
 	installed := fixtures.TreeDigest(t, f.sidecar)
-	_ = m
 	rep := rollbackOnce(t, f.tree, testRun, Options{Clock: fixedClock})
 	s := rep.Sessions[0]
 	if s.Action != ActionRolledBack || !s.Changed || s.Error != nil || s.Stale {

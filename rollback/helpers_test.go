@@ -365,19 +365,6 @@ func userTree(tb testing.TB, tree string) map[string]string {
 	return d
 }
 
-// subtree returns the entries of digest d under prefix, re-rooted.
-func subtree(d map[string]string, prefix string) map[string]string {
-	out := map[string]string{}
-	for k, v := range d {
-		if k == prefix {
-			out["."] = v
-		} else if rest, ok := strings.CutPrefix(k, prefix+"/"); ok {
-			out[rest] = v
-		}
-	}
-	return out
-}
-
 func journalLines(tb testing.TB, tree string) string {
 	tb.Helper()
 	b, err := os.ReadFile(ledger.JournalPath(tree))

@@ -40,7 +40,7 @@ type FsckOptions struct {
 	// the operating system's.
 	Ops durable.Ops
 	// Progress, when set, is called after each session with the number
-	// done and the total.
+	// done and the total, never concurrently.
 	Progress func(done, total int)
 }
 
@@ -61,7 +61,18 @@ type FsckOptions struct {
 // The report's Tally gives the exit status (package commands, exit.go):
 // 0 clean, 1 problems found and all repaired, 4 problems left. An error
 // means fsck could not run: ErrTreeLocked in its chain (exit 32) when
-// another pisess run holds a tree's lock, anything else exit 8.
+// another pisess run holds a tree's lock, anything else exit 8. The values
+// are e2fsck's, but they never combine as bits: a run that repaired some
+// problems and left others exits 4, not 5 (the most urgent condition wins,
+// so scripts compare with ==). Notices (a source the reference refuses,
+// which pi keeps using as JSONL) do not count; a stale sidecar does (pi
+// will not use it until it is refreshed).
+//
+// Class is the reference's verdict (verify.Status). fsck's findings go
+// further: a sidecar the reference would call migrated is also verified
+// against its whole source, so a store that pi would accept but that no
+// longer holds the source's entries is found (as corrupt findings beneath
+// the class migrated).
 func Fsck(ctx context.Context, opt FsckOptions) (FsckReport, error) {
 	roots := opt.Paths
 	if len(roots) == 0 {
@@ -123,11 +134,12 @@ func (r *fsckRun) progress() {
 	if r.opt.Progress == nil {
 		return
 	}
+	// Calls are serialised: the caller's bar need not be safe for
+	// concurrent use.
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.done++
-	done := r.done
-	r.mu.Unlock()
-	r.opt.Progress(done, r.total)
+	r.opt.Progress(r.done, r.total)
 }
 
 // treeRun is the state of one tree: its journal and, with --repair, its

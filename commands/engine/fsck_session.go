@@ -56,11 +56,7 @@ func (tr *treeRun) check(ctx context.Context, s discover.Session) (verify.Class,
 		}
 	}
 	if s.Refusal != nil {
-		f := refusalFinding(s.Refusal)
-		if exists(discover.SidecarPath(s.Path)) && !f.Notice {
-			f.Class = string(verify.ClassCorrupt)
-		}
-		add(f)
+		add(refusalFinding(s.Refusal))
 	}
 	class := verify.ClassUnmigrated
 	if s.Refusal == nil || s.Refusal.Class == discover.ClassSymlinkAncestor {
@@ -91,10 +87,12 @@ func (tr *treeRun) check(ctx context.Context, s discover.Session) (verify.Class,
 	return class, out
 }
 
-// refusalFinding reports what discovery refused: a symlinked session file
-// or a .sqlite whose .jsonl twin claims the same sidecar are notices (pi
-// keeps using the session; pisess leaves it alone); a symlinked ancestor
-// is a problem only for a sidecar, which pi can never open.
+// refusalFinding reports what discovery refused, as a notice: pi keeps
+// using such a session and pisess leaves it alone. A symlinked session
+// file (pi uses the sidecar beside its target, not beside the link) and a
+// .sqlite whose .jsonl twin owns <stem>.v2 have no sidecar of their own
+// (class unmigrated); under a symlinked ancestor, verify.Status also
+// reports the sidecar pi can never open, as a problem nothing can repair.
 func refusalFinding(r *readers.RefusedError) FsckFinding {
 	f := FsckFinding{Code: verify.SourceCode(string(r.Class)), Path: r.Path, Line: r.Line, Detail: r.Reason,
 		Action: ActionNone, Repair: verify.RepairSource, Notice: true}

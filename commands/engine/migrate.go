@@ -189,7 +189,9 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		rep.Trees = append(rep.Trees, t.Root)
 		rep.Skipped = append(rep.Skipped, t.Skipped...)
 		var j *ledger.Journal
-		if !opt.DryRun && len(t.Sessions) > 0 {
+		// A tree under a symlink gets no journal, as it gets no lock:
+		// every session in it is refused and nothing is written there.
+		if !opt.DryRun && len(t.Sessions) > 0 && t.SymlinkAncestor == "" {
 			if j, err = ledger.OpenJournalWith(opt.Ops, t.Root); err != nil {
 				return rep, fmt.Errorf("open journal of %s: %w", t.Root, err)
 			}

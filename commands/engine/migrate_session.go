@@ -301,11 +301,13 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		return x.refusedOrFailed(res, &readers.RefusedError{Path: s.Path, Line: line, Class: readers.ClassBadSessionID,
 			Reason: fmt.Sprintf("session id %q is not a UUID: the reference's manifest requires one (pi allows custom ids); the session stays on its JSONL", id)})
 	}
+	durable.Failpoint(fpBeforeStage)
 	st, err := writers.Stage(ctx, src, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: env.Ops})
 	src.Close()
 	if err != nil {
 		return x.refusedOrFailed(res, err)
 	}
+	durable.Failpoint(fpAfterStage)
 	res.Entries, res.Bytes = st.Entries, st.Bytes
 	if err := x.journal(x.event(wire.PhaseStagingCopy, none, wire.OutcomeOK, "")); err != nil {
 		return fail(res, "operational", err)
@@ -323,6 +325,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		}
 	}
 
+	durable.Failpoint(fpBeforeVerify)
 	src, err = s.Open()
 	if err != nil {
 		return x.refusedOrFailed(res, err)
@@ -344,6 +347,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	if err := x.journal(x.event(wire.PhaseIntegrityCheck, v, wire.OutcomeOK, "")); err != nil {
 		return fail(res, "operational", err)
 	}
+	durable.Failpoint(fpAfterVerify)
 	if env.DryRun {
 		res.Outcome = OutcomeChecked
 		return res
@@ -362,9 +366,11 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		}
 	}
 	state := wire.SourceState{State: wire.SourceClean, SourceFingerprint: ptr(passed.Fingerprint())}
+	durable.Failpoint(fpBeforeSourceState)
 	if err := env.Ops.WriteFileInPlace(filepath.Join(staging, "source-state.json"), wire.AppendSourceState(nil, state), 0o600); err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("source state: %w", err))
 	}
+	durable.Failpoint(fpAfterSourceState)
 	// The lock keeps pi out, but a writer that ignores it (the TypeScript
 	// pi takes none) may have changed the file: never install a sidecar
 	// that claims a fingerprint the source no longer has.
@@ -374,6 +380,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		}
 		return x.failed(res, wire.ErrorClassAtomicityViolation, v, err)
 	}
+	durable.Failpoint(fpBeforeCutover)
 	cut, err := rollback.Cutover(ctx, passed, rollback.CutoverSpec{
 		SessionPath: s.Path, StagingDir: staging, SidecarDir: x.sidecar, Tree: s.Tree,
 		CorrelationID: x.correlation, RelPath: s.Rel, OwnerUID: uid, OwnerGID: gid,
@@ -386,6 +393,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		return x.failed(res, wire.ErrorClassAtomicityViolation, v, fmt.Errorf("cutover: %w", err))
 	}
 	keep = true
+	durable.Failpoint(fpAfterCutover)
 	res.Displaced = cut.Displaced
 	if cut.Warning != "" {
 		res.Notes = append(res.Notes, cut.Warning)
@@ -393,6 +401,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	if err := x.journal(x.event(wire.PhaseCompleted, v, wire.OutcomeOK, "")); err != nil {
 		res.Notes = append(res.Notes, "installed, but "+err.Error())
 	}
+	durable.Failpoint(fpAfterCompleted)
 	res.Outcome = OutcomeDone
 	return res
 }

@@ -114,13 +114,13 @@ func (s *Store) Check() []Problem {
 }
 
 type segInfo struct {
-	seq       uint64
-	path      string
-	size      int64
-	usable    bool // a regular file, not a symlink
-	indexed   bool
-	end       uint64 // end of the last in-bounds row
-	troubled  bool   // a row in it had a problem: its coverage is not judged
+	seq      uint64
+	path     string
+	size     int64
+	usable   bool // a regular file, not a symlink
+	indexed  bool
+	end      uint64 // end of the last in-bounds row
+	troubled bool   // a row in it had a problem: its coverage is not judged
 }
 
 type indexedRow struct {
@@ -138,7 +138,7 @@ type checker struct {
 	problems []Problem
 
 	segs    map[uint64]*segInfo
-	lastSeg uint64 // highest canonical segment number
+	lastSeg uint64 // the newest segment: the index's last, else the highest *.seg
 
 	indexPresent bool
 	indexOK      bool // rows all read, parsed and structurally sound (or no index needed)
@@ -326,6 +326,10 @@ func (c *checker) checkFrames() {
 	c.parents = map[string]string{}
 	c.children = map[string]uint32{}
 	c.idAt, c.chainAt = map[uint64]string{}, map[uint64]string{}
+	if n := len(c.rows); n > 0 {
+		// The newest segment is the index's last, whatever else lies there.
+		c.lastSeg = c.rows[n-1].SegmentSeq
+	}
 	wanted := map[uint64]bool{}
 	for _, cp := range c.checkpoints {
 		wanted[cp.HeadEntrySeq] = true

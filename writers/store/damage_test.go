@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -392,12 +393,27 @@ func TestEntriesReportsPositionedCorruption(t *testing.T) {
 		t.Fatalf("%d frames before the damage, want %d", n, m)
 	}
 
-	dir = copyStore(t, base)
-	appendBytes(t, lastSegment(t, dir), []byte("{\"sch"))
-	it = mustOpen(t, dir).Entries()
-	for it.Next() {
-	}
-	if !isUncovered(it.Err()) {
-		t.Fatalf("torn tail: %v", it.Err())
+	for name, tc := range map[string]struct {
+		damage func(dir string)
+		want   error
+	}{
+		"unterminated tail": {func(dir string) { appendBytes(t, lastSegment(t, dir), []byte("{\"sch")) }, ErrTornTail},
+		"zero-filled tail":  {func(dir string) { appendBytes(t, lastSegment(t, dir), make([]byte, 100)) }, ErrTornTail},
+		"whole line after":  {func(dir string) { appendBytes(t, lastSegment(t, dir), []byte("{}\n")) }, ErrUncovered},
+		"frame cut short": {func(dir string) {
+			seg := lastSegment(t, dir)
+			st, _ := os.Stat(seg)
+			os.Truncate(seg, st.Size()-3)
+		}, ErrTornTail},
+		"unindexed segment": {func(dir string) { os.WriteFile(SegmentPath(dir, 77), nil, 0o600) }, ErrUncovered},
+	} {
+		dir := copyStore(t, base)
+		tc.damage(dir)
+		it := mustOpen(t, dir).Entries()
+		for it.Next() {
+		}
+		if !errors.Is(it.Err(), tc.want) || (tc.want == ErrTornTail) == isUncovered(it.Err()) {
+			t.Errorf("%s: %v", name, it.Err())
+		}
 	}
 }

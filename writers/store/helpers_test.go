@@ -185,14 +185,6 @@ func writeFromFrames(tb testing.TB, dir string, frames []wire.Frame, maxSeg int6
 	return w
 }
 
-func problemClasses(ps []Problem) []Class {
-	out := make([]Class, len(ps))
-	for i, p := range ps {
-		out[i] = p.Class
-	}
-	return out
-}
-
 func OSOps() durable.Ops { return durable.OS }
 
 func asCorruption(err error, ce **CorruptionError) bool { return errors.As(err, ce) }

@@ -20,7 +20,11 @@ import (
 // order, frameSeq and byteOffset contiguous from 1 and 0 in each segment,
 // segments and frames within the size limit, every segment byte covered,
 // no unindexed *.seg. The first violation stops the iteration; Err returns
-// it as a *CorruptionError.
+// it as a *CorruptionError, matching ErrTornTail when the newest bytes are
+// an incomplete write (a frame cut short, an unterminated or zero-filled
+// tail), ErrUncovered for other unindexed bytes, wire.ErrChecksum for a
+// CRC or payload digest mismatch, ErrOutOfBounds, ErrIndexStructure or
+// ErrIndexMismatch, or a *wire.DocError.
 type Iterator struct {
 	s   *Store
 	idx *os.File
@@ -166,12 +170,20 @@ func (it *Iterator) closeSegment() error {
 	}
 	seg := it.seg
 	it.seg = nil
-	seg.f.Close()
-	if it.pos != seg.size {
-		return &CorruptionError{Path: seg.path, Segment: seg.seq, Offset: it.pos,
-			Err: fmt.Errorf("%d bytes after the last indexed frame: %w", seg.size-it.pos, ErrUncovered)}
+	defer seg.f.Close()
+	if it.pos == seg.size {
+		return nil
 	}
-	return nil
+	tail := make([]byte, seg.size-it.pos)
+	if _, err := seg.f.ReadAt(tail, it.pos); err != nil {
+		return &CorruptionError{Path: seg.path, Segment: seg.seq, Offset: it.pos, Err: err}
+	}
+	why := ErrUncovered
+	if isZero(tail) || tail[len(tail)-1] != '\n' {
+		why = ErrTornTail
+	}
+	return &CorruptionError{Path: seg.path, Segment: seg.seq, Offset: it.pos,
+		Err: fmt.Errorf("%d bytes after the last indexed frame: %w", len(tail), why)}
 }
 
 func (it *Iterator) read(row wire.IndexRow) bool {
@@ -183,6 +195,9 @@ func (it *Iterator) read(row wire.IndexRow) bool {
 		return cerr(fmt.Errorf("frame of %d bytes exceeds %d: %w", row.ByteLength, it.s.max, ErrTooLarge))
 	}
 	if row.End() > uint64(seg.size) {
+		if it.cutShort(row) {
+			return cerr(fmt.Errorf("frame cut short: range %d..%d, segment ends at %d: %w", row.ByteOffset, row.End(), seg.size, ErrTornTail))
+		}
 		return cerr(fmt.Errorf("range %d..%d beyond the segment's %d bytes: %w", row.ByteOffset, row.End(), seg.size, ErrOutOfBounds))
 	}
 	if uint64(cap(it.buf)) < row.ByteLength {
@@ -223,4 +238,17 @@ func (it *Iterator) finish() bool {
 	}
 	it.Close()
 	return false
+}
+
+// cutShort reports whether row's frame starts inside the segment, which
+// ends without a newline: a frame line holds no raw newline, so a complete
+// one ends in one, and this is a write that stopped part way.
+func (it *Iterator) cutShort(row wire.IndexRow) bool {
+	seg := it.seg
+	if row.ByteOffset >= uint64(seg.size) {
+		return false
+	}
+	var last [1]byte
+	_, err := seg.f.ReadAt(last[:], seg.size-1)
+	return err == nil && last[0] != '\n'
 }

@@ -91,9 +91,12 @@ func lastNewlineEnd(r io.ReaderAt, size int64) (int64, error) {
 // (segmentSeq the file's, frameSeq from 1, entrySeq from 1 across the
 // store); anything else is returned as a *CorruptionError and the index is
 // left as it was: cut a torn tail first (CutTornTail), and rebuild a store
-// with corrupt frames from its source instead. The new index is published
-// atomically through tmp/. A store with no frames gets an empty index only
-// if it had one.
+// with corrupt frames from its source instead. Empty segments (what cutting
+// a torn frame that was alone in its segment leaves) are set aside as
+// *.seg.bak, since no row can name them. The new index is published
+// atomically through tmp/ (as tmp/offsets.jsonl.tmp; the reference names
+// its temp offsets.rebuild.tmp). A store with no frames gets an empty index
+// only if it had one.
 func RebuildIndex(dir string) (int, error) {
 	s, err := Open(dir, ReadOptions{})
 	if err != nil {

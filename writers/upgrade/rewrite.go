@@ -24,6 +24,8 @@ type rewriter struct {
 	prev    string   // version 1: the id of the last entry ("" before the first)
 	written int64
 	buf     []byte
+	dbuf    []byte
+	reasons map[string]string
 }
 
 func newRewriter(p *plan, res *Result, out io.Writer, ref *refCheck) *rewriter {
@@ -55,11 +57,12 @@ func (w *rewriter) line(l parsed) error {
 	if renameHookRole(&v) {
 		w.res.RolesRenamed = append(w.res.RolesRenamed, l.n)
 	}
+	var typed *payload.Entry
 	if w.p.version == 1 {
 		if isSession {
 			w.ids = append(w.ids, "")
-		} else if err := w.chain(l, i, &v); err != nil {
-			return err
+		} else {
+			typed = w.chain(l, i, &v)
 		}
 	}
 	if !isSession {
@@ -72,7 +75,7 @@ func (w *rewriter) line(l parsed) error {
 		w.res.NewHeader = json.RawMessage(append([]byte(nil), w.buf[:len(w.buf)-1]...))
 		w.ref.header(w.buf)
 	} else {
-		w.ref.entry(int64(i+1), l.start, w.buf)
+		w.ref.entry(int64(i+1), l.start, w.buf, typed)
 	}
 	n, err := w.out.Write(w.buf)
 	w.written += int64(n)
@@ -80,8 +83,13 @@ func (w *rewriter) line(l parsed) error {
 }
 
 // chain is migrateV1ToV2 for one entry: a new id, parentId = the previous
-// entry's id, and firstKeptEntryIndex → firstKeptEntryId.
-func (w *rewriter) chain(l parsed, i int, v *wire.Value) error {
+// entry's id, and firstKeptEntryIndex → firstKeptEntryId. When the
+// reference's model read the entry, it returns that typed entry with the
+// new id and parent, which is what the model reads from the upgraded line
+// (so the reference check need not decode it again); nil when the line
+// must be decoded again (a compaction whose firstKeptEntryIndex changed,
+// an entry whose own parentId becomes null, or one the model refused).
+func (w *rewriter) chain(l parsed, i int, v *wire.Value) *payload.Entry {
 	assigned := AssignedID{Line: l.n}
 	if old, ok := w.p.rawIDs[i]; ok {
 		assigned.Replaced = string(wire.AppendCompact(nil, old))
@@ -89,15 +97,16 @@ func (w *rewriter) chain(l parsed, i int, v *wire.Value) error {
 	// The id is derived from the entry as it was read (hookMessage already
 	// renamed), without id and with the parentId it had, if any: the id
 	// jsonl.Open with AllowLegacy synthesizes for it.
-	id, why := "", ""
-	e, err := payload.Decode(wire.AppendCompact(nil, *v))
+	id := ""
+	w.dbuf = append(wire.AppendCompact(w.dbuf[:0], *v), '\n')
+	e, err := payload.Decode(w.dbuf)
 	if err == nil {
 		id, err = e.LegacyID(w.taken)
 	}
 	if err != nil {
-		why = err.Error()
+		e = nil
 		id = untypedID(*v, w.taken)
-		assigned.Untyped, assigned.Reason = true, why
+		assigned.Untyped, assigned.Reason = true, w.intern(err.Error())
 	}
 	w.p.taken[id] = struct{}{}
 	w.ids = append(w.ids, id)
@@ -111,12 +120,36 @@ func (w *rewriter) chain(l parsed, i int, v *wire.Value) error {
 	}
 	set(v, "parentId", parent)
 	w.res.ParentsSet++
+	if e != nil {
+		e.SetID(id)
+		switch {
+		case w.prev != "":
+			e.SetParent(w.prev)
+		case e.HasParent:
+			e = nil // its parentId becomes null: decode the new line
+		}
+	}
 	w.prev = id
 
 	if t, _ := getString(*v, "type"); t == "compaction" {
-		w.firstKept(l, i, v)
+		if w.firstKept(l, i, v) {
+			e = nil
+		}
 	}
-	return nil
+	return e
+}
+
+// intern returns one copy of each distinct reason, so that a long session
+// of entries refused for the same reason holds the text once.
+func (w *rewriter) intern(s string) string {
+	if w.reasons == nil {
+		w.reasons = map[string]string{}
+	}
+	if r, ok := w.reasons[s]; ok {
+		return r
+	}
+	w.reasons[s] = s
+	return s
 }
 
 // firstKept converts a numeric firstKeptEntryIndex as pi does:
@@ -128,14 +161,16 @@ func (w *rewriter) chain(l parsed, i int, v *wire.Value) error {
 // targetEntry.id is the id the target has at that moment: its new id when
 // it comes before (or is) the compaction, the id member it has in the file
 // when it comes after; undefined (no member written) when it has none.
-func (w *rewriter) firstKept(l parsed, i int, v *wire.Value) {
+//
+// It reports whether it changed the entry.
+func (w *rewriter) firstKept(l parsed, i int, v *wire.Value) bool {
 	index, ok := get(*v, "firstKeptEntryIndex")
 	if !ok || index.Kind != wire.KindNumber {
 		if ok {
 			w.res.FirstKept = append(w.res.FirstKept, FirstKept{Line: l.n,
 				Index: json.RawMessage(wire.AppendCompact(nil, index))})
 		}
-		return
+		return false
 	}
 	fk := FirstKept{Line: l.n, Index: json.RawMessage(wire.AppendCompact(nil, index)), Removed: true}
 	if t, ok := jsIndex(index.Num, w.p.entries); ok && !w.p.isSession(t) {
@@ -156,6 +191,7 @@ func (w *rewriter) firstKept(l parsed, i int, v *wire.Value) {
 	}
 	remove(v, "firstKeptEntryIndex")
 	w.res.FirstKept = append(w.res.FirstKept, fk)
+	return true
 }
 
 // refCheck decides, line by line as pass 2 writes them, whether the
@@ -190,12 +226,18 @@ func (c *refCheck) header(line []byte) {
 	}
 }
 
-func (c *refCheck) entry(n, loc int64, line []byte) {
+// entry checks the upgraded line; typed, when not nil, is what the
+// reference's model reads from it (see chain).
+func (c *refCheck) entry(n, loc int64, line []byte, typed *payload.Entry) {
 	if c.problem != nil {
 		return
 	}
 	if len(line)-1 > MaxLineBytes {
 		c.fail(n, readers.ClassLineTooLong, "the upgraded line is longer than the reference's limit of 100 MiB")
+		return
+	}
+	if typed != nil {
+		c.graph.Add(n, loc, typed)
 		return
 	}
 	e, err := payload.Decode(line)

@@ -14,7 +14,6 @@ type Checkpoint struct {
 
 var checkpointNames = []string{"schema", "checkpointSeq", "at", "headEntrySeq", "headEntryId", "snapshotRef", "compactedBeforeEntrySeq", "chainHash", "reason"}
 
-
 func (c Checkpoint) value() Value {
 	return Object(
 		Member{"schema", String(SchemaCheckpoint)},

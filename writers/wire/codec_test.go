@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"os"
@@ -184,14 +183,3 @@ func TestParseFrameChecksPayload(t *testing.T) {
 		t.Fatalf("payloadSha256: %v", err)
 	}
 }
-
-func readLinesOfFirst(tb testing.TB, pattern string) [][]byte {
-	tb.Helper()
-	m, _ := filepath.Glob(pattern)
-	if len(m) == 0 {
-		tb.Fatalf("nothing matches %s", pattern)
-	}
-	return lines(tb, m[0])
-}
-
-var _ = bufio.NewReader

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
@@ -120,7 +121,25 @@ func ParseJSON(b []byte, hook TopLevelHook) (Value, error) {
 // ParseJSONEnd is ParseJSON that also returns the byte index just after the
 // top-level value (before trailing whitespace).
 func ParseJSONEnd(b []byte, hook TopLevelHook) (Value, int, error) {
-	p := parser{b: b, depth: recursionLimit, hook: hook}
+	return parseJSON(b, hook, false)
+}
+
+// ParseJSONShared is ParseJSONEnd for a value that lives no longer than the
+// text it came from: its strings are not copied one by one but share a
+// single copy of b (only strings with escapes get their own). It is the
+// cheaper read when the whole value is dropped at once; the caveat is that
+// keeping any one string of it keeps all of b's copy alive, so a caller
+// that keeps a string beyond the value should clone it.
+func ParseJSONShared(b []byte, hook TopLevelHook) (Value, int, error) {
+	return parseJSON(b, hook, true)
+}
+
+func parseJSON(b []byte, hook TopLevelHook, share bool) (Value, int, error) {
+	// Most texts never have more than a few dozen items open at once.
+	p := parser{b: b, depth: recursionLimit, hook: hook, stack: make([]Member, 0, 32)}
+	if share {
+		p.s = string(b)
+	}
 	v, err := p.value(true)
 	if err != nil {
 		return Value{}, 0, err
@@ -133,11 +152,39 @@ func ParseJSONEnd(b []byte, hook TopLevelHook) (Value, int, error) {
 	return v, end, nil
 }
 
+// parser reads one JSON text. A container's items are gathered on a stack
+// shared by all levels and copied, once the container is closed, into a
+// slice of exactly their number: one allocation per container, none for
+// growing it, and no spare capacity that an append by a caller could write
+// into behind another value's back.
 type parser struct {
 	b     []byte
+	s     string // b as a string when strings are shared, else ""
 	i     int
 	depth int
 	hook  TopLevelHook
+
+	stack []Member // items of the open containers; array items have no key
+	esc   []byte   // scratch for unescaping a string
+}
+
+// closeObject moves the members stacked since base into a slice of their
+// own and pops them.
+func (p *parser) closeObject(base int) []Member {
+	out := make([]Member, len(p.stack)-base)
+	copy(out, p.stack[base:])
+	p.stack = p.stack[:base]
+	return out
+}
+
+// closeArray is closeObject for an array.
+func (p *parser) closeArray(base int) []Value {
+	out := make([]Value, len(p.stack)-base)
+	for k, m := range p.stack[base:] {
+		out[k] = m.Value
+	}
+	p.stack = p.stack[:base]
+	return out
 }
 
 func (p *parser) errAt(msg string, i int) *SyntaxError {
@@ -242,7 +289,7 @@ func (p *parser) ident(rest string) error {
 }
 
 func (p *parser) array() (Value, error) {
-	v := Value{Kind: KindArray, Arr: []Value{}}
+	base := len(p.stack)
 	first := true
 	for {
 		p.skipWS()
@@ -252,7 +299,7 @@ func (p *parser) array() (Value, error) {
 		c := p.b[p.i]
 		if c == ']' {
 			p.i++
-			return v, nil
+			return Value{Kind: KindArray, Arr: p.closeArray(base)}, nil
 		}
 		if c == ',' && !first {
 			p.i++
@@ -271,12 +318,12 @@ func (p *parser) array() (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		v.Arr = append(v.Arr, item)
+		p.stack = append(p.stack, Member{Value: item})
 	}
 }
 
 func (p *parser) object(top bool) (Value, error) {
-	v := Value{Kind: KindObject, Obj: []Member{}}
+	base := len(p.stack)
 	first := true
 	for {
 		p.skipWS()
@@ -286,7 +333,7 @@ func (p *parser) object(top bool) (Value, error) {
 		c := p.b[p.i]
 		if c == '}' {
 			p.i++
-			return v, nil
+			return Value{Kind: KindObject, Obj: p.closeObject(base)}, nil
 		}
 		if c == ',' && !first {
 			p.i++
@@ -334,39 +381,41 @@ func (p *parser) object(top bool) (Value, error) {
 				return Value{}, err
 			}
 		}
-		v.Obj = append(v.Obj, Member{Key: key, Value: val})
+		p.stack = append(p.stack, Member{Key: key, Value: val})
 	}
 }
 
 // str reads a string body after its opening quote.
 func (p *parser) str() (string, error) {
-	var buf []byte
 	start := p.i
-	for {
-		// Skip plain bytes.
-		for p.i < len(p.b) {
-			c := p.b[p.i]
-			if c == '"' || c == '\\' || c < 0x20 {
-				break
-			}
-			p.i++
+	p.i = plainRun(p.b, p.i)
+	if p.i < len(p.b) && p.b[p.i] == '"' {
+		// No escape: the string is the text itself.
+		raw := p.b[start:p.i]
+		p.i++
+		if !utf8.Valid(raw) {
+			return "", p.err(msgInvalidUTF8)
 		}
+		if p.s != "" {
+			return p.s[start : p.i-1], nil
+		}
+		return string(raw), nil
+	}
+	buf := p.esc[:0]
+	for {
+		p.i = plainRun(p.b, p.i)
 		if p.i >= len(p.b) {
 			return "", p.err(msgEOFString)
 		}
 		switch c := p.b[p.i]; c {
 		case '"':
-			var s []byte
-			if buf == nil {
-				s = p.b[start:p.i]
-			} else {
-				s = append(buf, p.b[start:p.i]...)
-			}
+			buf = append(buf, p.b[start:p.i]...)
+			p.esc = buf
 			p.i++
-			if !utf8.Valid(s) {
+			if !utf8.Valid(buf) {
 				return "", p.err(msgInvalidUTF8)
 			}
-			return string(s), nil
+			return string(buf), nil
 		case '\\':
 			buf = append(buf, p.b[start:p.i]...)
 			p.i++
@@ -380,6 +429,38 @@ func (p *parser) str() (string, error) {
 			return "", p.err(msgControlChar)
 		}
 	}
+}
+
+// plainRun returns the index of the first byte at or after i that a JSON
+// string cannot hold as it is (the quote, the backslash, a C0 control), or
+// len(b). Eight bytes are tested at a time: strings are most of a session's
+// bytes, and most of their bytes are plain.
+func plainRun(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if hasSpecial(binary.LittleEndian.Uint64(b[i:])) {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+	}
+	return i
+}
+
+const (
+	lsbs = 0x0101010101010101
+	msbs = 0x8080808080808080
+)
+
+// hasSpecial reports whether any of the eight bytes in x is '"', '\\' or
+// below 0x20 (the "has a byte less than n" and "has a zero byte" tricks of
+// Bit Twiddling Hacks, exact as existence tests).
+func hasSpecial(x uint64) bool {
+	q := x ^ (lsbs * '"')
+	s := x ^ (lsbs * '\\')
+	return ((x-lsbs*0x20)&^x|(q-lsbs)&^q|(s-lsbs)&^s)&msbs != 0
 }
 
 func (p *parser) escape(buf []byte) ([]byte, error) {

@@ -137,7 +137,7 @@ func TestManifestDecoding(t *testing.T) {
 	m := Manifest{
 		SessionID: "3f2b8c1e-9a4d-4e6f-8b2a-1c5d7e9f0a1b", SourceFormat: FormatJSONLv3,
 		CreatedAt: "2026-01-01T00:00:00.000Z", UpdatedAt: "2026-01-01T00:00:00.000Z",
-		Head:      Head{1, 2, "b2c3d4e5"}, Counters: Counters{2, 1, 0, 0, 900}, Files: StoreFiles(1),
+		Head: Head{1, 2, "b2c3d4e5"}, Counters: Counters{2, 1, 0, 0, 900}, Files: StoreFiles(1),
 		Integrity: Integrity{ChainHash: strings.Repeat("a", 64), LastCRC32C: "8A7FDEC7"}, Invariants: AllInvariants(),
 	}
 	sign := func(m Manifest) []byte {

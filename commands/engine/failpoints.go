@@ -1,0 +1,34 @@
+package engine
+
+import "pisess/writers/durable"
+
+// The failpoints of the per-session migrate pipeline (build), in the order
+// they are met; fsck --repair's rebuild passes them too. The crash harness
+// (commands/crash_test.go, -tags failpoints) kills pisess at each of them,
+// as at every other name durable.KnownFailpoints lists. Between the
+// session lock and the cutover, a crash leaves at most a staging directory
+// (pisess's own partial output, which fsck --repair quarantines); from the
+// cutover on, rollback.Cutover's failpoints describe what it leaves.
+const (
+	fpBeforeStage       = "engine.before-stage"        // session locked and fingerprinted, no staging directory yet
+	fpAfterStage        = "engine.after-stage"         // staging store sealed, staging_copy not yet recorded
+	fpBeforeVerify      = "engine.before-verify"       // staging_copy recorded, staging owned by the session's owner
+	fpAfterVerify       = "engine.after-verify"        // verified, integrity_check recorded
+	fpBeforeSourceState = "engine.before-source-state" // the store's own ledger written, no source-state.json
+	fpAfterSourceState  = "engine.after-source-state"  // clean source-state.json in the staging store
+	fpBeforeCutover     = "engine.before-cutover"      // the source's fingerprint re-checked: about to cut over
+	fpAfterCutover      = "engine.after-cutover"       // installed, completed not yet recorded
+	fpAfterCompleted    = "engine.after-completed"     // completed recorded, session lock still held
+)
+
+func init() {
+	for _, name := range []string{
+		fpBeforeStage, fpAfterStage,
+		fpBeforeVerify, fpAfterVerify,
+		fpBeforeSourceState, fpAfterSourceState,
+		fpBeforeCutover, fpAfterCutover,
+		fpAfterCompleted,
+	} {
+		durable.Register(name)
+	}
+}
