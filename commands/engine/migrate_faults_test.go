@@ -20,7 +20,9 @@ import (
 // classified error with nothing half-made visible — no <stem>.v2 where
 // there was none, the old sidecar intact where there was one, no staging or
 // backup directory left — a failed event in the tree journal, the source
-// untouched; and a later normal run migrates it.
+// untouched; and a later normal run migrates it. A fault after the install
+// rename (the directory fsync) leaves the new sidecar visible: it must be
+// the whole verified store, which the next run keeps.
 func TestMigrateInjectedFaults(t *testing.T) {
 	tests := []struct {
 		name string
@@ -28,19 +30,26 @@ func TestMigrateInjectedFaults(t *testing.T) {
 		// refresh: the session already has a (stale) sidecar, which the
 		// failed run must leave exactly as it was.
 		refresh bool
+		// installed: the fault strikes after the install rename (the
+		// parent directory's fsync): the new sidecar is visible, and must
+		// then be the whole verified store.
+		installed bool
 	}{
-		{"ENOSPC on a segment write", durable.FaultRule{Op: durable.FaultWrite, Pattern: "*.seg", Err: syscall.ENOSPC}, false},
-		{"ENOSPC on the index write", durable.FaultRule{Op: durable.FaultWrite, Pattern: "offsets.jsonl", Err: syscall.ENOSPC}, false},
-		{"ENOSPC on the store ledger", durable.FaultRule{Op: durable.FaultWrite, Pattern: "ledger.jsonl", Err: syscall.ENOSPC, Skip: 2}, false},
-		{"ENOSPC on source-state.json", durable.FaultRule{Op: durable.FaultWrite, Pattern: "source-state.json", Err: syscall.ENOSPC}, false},
-		{"EIO on a segment fsync", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.seg", Err: syscall.EIO}, false},
-		{"EIO on the manifest temp fsync", durable.FaultRule{Op: durable.FaultSync, Pattern: "manifest.json.tmp", Err: syscall.EIO}, false},
-		{"EIO on the staging directory fsync", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.v2.staging.*", Err: syscall.EIO}, false},
-		{"EACCES on the manifest temp rename", durable.FaultRule{Op: durable.FaultRename, Pattern: "manifest.json.tmp", Err: syscall.EACCES}, false},
-		{"EACCES on the staging to sidecar rename", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.staging.*", Err: syscall.EACCES}, false},
-		{"EACCES on the staging to sidecar rename, refresh", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.staging.*", Err: syscall.EACCES}, true},
-		{"EACCES on displacing the old sidecar", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.backup.*", Err: syscall.EACCES}, true},
-		{"EIO on a segment fsync, refresh", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.seg", Err: syscall.EIO}, true},
+		{"ENOSPC on a segment write", durable.FaultRule{Op: durable.FaultWrite, Pattern: "*.seg", Err: syscall.ENOSPC}, false, false},
+		{"ENOSPC on the index write", durable.FaultRule{Op: durable.FaultWrite, Pattern: "offsets.jsonl", Err: syscall.ENOSPC}, false, false},
+		{"ENOSPC on the store ledger", durable.FaultRule{Op: durable.FaultWrite, Pattern: "ledger.jsonl", Err: syscall.ENOSPC, Skip: 2}, false, false},
+		{"ENOSPC on source-state.json", durable.FaultRule{Op: durable.FaultWrite, Pattern: "source-state.json", Err: syscall.ENOSPC}, false, false},
+		{"EIO on a segment fsync", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.seg", Err: syscall.EIO}, false, false},
+		{"EIO on the manifest temp fsync", durable.FaultRule{Op: durable.FaultSync, Pattern: "manifest.json.tmp", Err: syscall.EIO}, false, false},
+		{"EIO on the staging directory fsync", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.v2.staging.*", Err: syscall.EIO}, false, false},
+		{"EACCES on the manifest temp rename", durable.FaultRule{Op: durable.FaultRename, Pattern: "manifest.json.tmp", Err: syscall.EACCES}, false, false},
+		{"EACCES on the staging to sidecar rename", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.staging.*", Err: syscall.EACCES}, false, false},
+		{"EACCES on the staging to sidecar rename, refresh", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.staging.*", Err: syscall.EACCES}, true, false},
+		{"EACCES on displacing the old sidecar", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.backup.*", Err: syscall.EACCES}, true, false},
+		{"EIO on a segment fsync, refresh", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.seg", Err: syscall.EIO}, true, false},
+		// The session directory is fsynced when the staging directory is
+		// made, then after the install rename.
+		{"EIO on the directory fsync after the install", durable.FaultRule{Op: durable.FaultSync, Pattern: "--home-u-proj--", Err: syscall.EIO, Skip: 1}, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +83,9 @@ func TestMigrateInjectedFaults(t *testing.T) {
 				if d := migDigestDiff(oldStore, fixtures.TreeDigest(t, sidecar), nil); len(d) > 0 {
 					t.Errorf("the old sidecar changed: %v", d)
 				}
+			} else if tt.installed {
+				uid, gid := migOwner(t, session)
+				migCheckInstalled(t, session, rep.CorrelationID, uid, gid)
 			} else if _, err := os.Lstat(sidecar); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("%s exists after the failure (%v)", sidecar, err)
 			}
@@ -103,12 +115,18 @@ func TestMigrateInjectedFaults(t *testing.T) {
 			// never faulted by a rule on the victim's path, is fresh).
 			next := migRun(t, migOptions(dir))
 			s = migResult(t, next, session)
-			if s.Outcome != OutcomeDone {
-				t.Fatalf("the run after the fault: %s/%s %+v", s.Action, s.Outcome, s.Error)
+			if tt.installed {
+				if s.Outcome != OutcomeSkipped {
+					t.Fatalf("the run after the fault: %s/%s %+v, want the installed sidecar kept", s.Action, s.Outcome, s.Error)
+				}
+			} else {
+				if s.Outcome != OutcomeDone {
+					t.Fatalf("the run after the fault: %s/%s %+v", s.Action, s.Outcome, s.Error)
+				}
+				migAllVerified(t, s)
+				uid, gid := migOwner(t, session)
+				migCheckInstalled(t, session, next.CorrelationID, uid, gid)
 			}
-			migAllVerified(t, s)
-			uid, gid := migOwner(t, session)
-			migCheckInstalled(t, session, next.CorrelationID, uid, gid)
 			if o := migResult(t, next, other); o.Outcome != OutcomeDone {
 				t.Errorf("bystander: %s/%s", o.Action, o.Outcome)
 			}

@@ -44,19 +44,6 @@ func migRun(tb testing.TB, opt MigrateOptions) MigrateReport {
 	return rep
 }
 
-// migByPath indexes a report's sessions by path, failing on a duplicate.
-func migByPath(tb testing.TB, rep MigrateReport) map[string]SessionResult {
-	tb.Helper()
-	out := map[string]SessionResult{}
-	for _, s := range rep.Sessions {
-		if _, dup := out[s.Path]; dup {
-			tb.Errorf("%s reported twice", s.Path)
-		}
-		out[s.Path] = s
-	}
-	return out
-}
-
 // migResult returns the result of session path, failing when it is absent.
 func migResult(tb testing.TB, rep MigrateReport, path string) SessionResult {
 	tb.Helper()
@@ -186,8 +173,10 @@ type migSourceState struct {
 		ByteLength   uint64 `json:"byteLength"`
 		SHA256       string `json:"sha256"`
 		FileIdentity *struct {
-			Device, Inode                            uint64
-			ChangeTimeSeconds, ChangeTimeNanoseconds int64
+			Device                uint64 `json:"device"`
+			Inode                 uint64 `json:"inode"`
+			ChangeTimeSeconds     int64  `json:"changeTimeSeconds"`
+			ChangeTimeNanoseconds int64  `json:"changeTimeNanoseconds"`
 		} `json:"fileIdentity"`
 	} `json:"sourceFingerprint"`
 }
@@ -256,33 +245,9 @@ func migDigestDiff(a, b map[string]string, skip func(rel string) bool) []string 
 	return out
 }
 
-// migSubDigest is the part of a tree digest under prefix (a slash path),
-// with paths made relative to it.
-func migSubDigest(d map[string]string, prefix string) map[string]string {
-	out := map[string]string{}
-	for k, v := range d {
-		if k == prefix {
-			out["."] = v
-		} else if rest, ok := strings.CutPrefix(k, prefix+"/"); ok {
-			out[rest] = v
-		}
-	}
-	return out
-}
-
 // migIsJournal is a skip function for migDigestDiff: the tree journal,
 // which every run appends to.
 func migIsJournal(rel string) bool { return rel == ".pisess/journal.jsonl" }
-
-// migRel is path relative to root, slash-separated.
-func migRel(tb testing.TB, root, path string) string {
-	tb.Helper()
-	rel, err := filepath.Rel(root, path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return filepath.ToSlash(rel)
-}
 
 // migVectorsTree copies the vectors vs into a fresh tree and returns its
 // root and the placed vectors.

@@ -54,9 +54,8 @@ func TestMigrateOwnership(t *testing.T) {
 			if s := migResult(t, rep, vs[2].Path); s.Outcome != OutcomeRefused {
 				t.Errorf("%s: %s", vs[2].Name, s.Outcome)
 			}
-			// pi appends to alpha (its lock file is then pi's own) and
-			// marks the sidecar of beta dirty: the refresh displaces both
-			// old stores into the quarantine.
+			// pi appends to alpha and marks the sidecar of beta dirty:
+			// the refresh displaces both old stores into the quarantine.
 			migAppend(t, a, migEntryLine("f0000001", lastA, "more"))
 			migMarkDirty(t, discover.SidecarPath(b))
 			again := migRun(t, migOptions(dir))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +27,9 @@ type migWriter struct {
 	n        int
 }
 
-func (w *migWriter) appendOne(ctx context.Context, tb testing.TB, session string) error {
+// appendOne runs on the writer's goroutine: it returns errors rather than
+// failing the test (FailNow belongs to the test's goroutine).
+func (w *migWriter) appendOne(ctx context.Context, session string) error {
 	lock, err := durable.OS.LockFile(ctx, discover.LockPath(session), time.Minute)
 	if err != nil {
 		return err
@@ -34,16 +37,36 @@ func (w *migWriter) appendOne(ctx context.Context, tb testing.TB, session string
 	defer lock.Unlock()
 	sidecar := discover.SidecarPath(session)
 	if fi, err := os.Lstat(sidecar); err == nil && fi.IsDir() {
-		migMarkDirty(tb, sidecar)
+		if err := migWriteFile(filepath.Join(sidecar, "source-state.json"), os.O_TRUNC,
+			`{"schema":"pi.session_store_v2.source_state.v1","state":"dirty"}`+"\n"); err != nil {
+			return err
+		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("sidecar %s: %v", sidecar, err)
 	}
 	w.n++
 	id := fmt.Sprintf("a%07x", w.n)
-	migAppend(tb, session, migEntryLine(id, w.last[session], "written while pisess runs"))
+	if err := migWriteFile(session, os.O_APPEND, migEntryLine(id, w.last[session], "written while pisess runs")); err != nil {
+		return err
+	}
 	w.last[session] = id
 	w.appended[session]++
 	return nil
+}
+
+// migWriteFile writes text into the existing file path opened with flag
+// (os.O_TRUNC: rewritten in place; os.O_APPEND: appended), never through a
+// symlink.
+func migWriteFile(path string, flag int, text string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|flag|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // TestMigrateWhilePiWrites runs migrate (two jobs) over a tree again and
@@ -70,7 +93,7 @@ func TestMigrateWhilePiWrites(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := 0; ctx.Err() == nil; i++ {
-			if err := w.appendOne(ctx, t, w.sessions[i%len(w.sessions)]); err != nil {
+			if err := w.appendOne(ctx, w.sessions[i%len(w.sessions)]); err != nil {
 				if ctx.Err() == nil {
 					werr = err
 				}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"pisess/ledger"
@@ -100,6 +101,10 @@ func Rollback(ctx context.Context, opt RollbackOptions) (RollbackReport, error) 
 	}
 	known := false
 	for _, root := range roots {
+		// The journal names sessions by absolute path: so must the tree.
+		if abs, err := filepath.Abs(root); err == nil {
+			root = abs
+		}
 		tree := discover.TreeOfFile(root)
 		if fi, err := os.Lstat(root); err == nil && fi.IsDir() {
 			tree = root

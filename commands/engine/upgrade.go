@@ -98,16 +98,7 @@ func Upgrade(ctx context.Context, opt UpgradeOptions) (UpgradeReport, error) {
 	named := namedFiles(opt.Paths)
 	for _, t := range trees {
 		rep.Trees = append(rep.Trees, t.Root)
-		for _, sk := range t.Skipped {
-			if !named[sk.Path] {
-				rep.Skipped = append(rep.Skipped, sk)
-				continue
-			}
-			// A file named on the command line is not passed over in
-			// silence: it is refused, with discovery's reason.
-			rep.Files = append(rep.Files, upgrade.Result{Path: sk.Path, Status: upgrade.StatusRefused,
-				Problem: &upgrade.Problem{Class: readers.Class(sk.Kind), Reason: sk.Reason}})
-		}
+		t.Sessions = append(t.Sessions, piSessions(&t, named, &rep)...)
 		if err := upgradeTree(ctx, opt, t, &rep, log); err != nil {
 			rep.Totals = upgradeTotals(rep.Files)
 			return rep, err
@@ -118,6 +109,33 @@ func Upgrade(ctx context.Context, opt UpgradeOptions) (UpgradeReport, error) {
 		return rep, fmt.Errorf("upgrade interrupted: %w", err)
 	}
 	return rep, nil
+}
+
+// piSessions returns the JSONL files discovery skipped as not a session
+// that pi reads as one (a header after blank lines or a byte-order mark,
+// which the reference refuses): those are exactly what an upgrade
+// normalizes. Other skipped entries stay in rep.Skipped, except a file
+// named on the command line, which is refused with the reason rather
+// than passed over in silence.
+func piSessions(t *discover.Tree, named map[string]bool, rep *UpgradeReport) []discover.Session {
+	var out []discover.Session
+	for _, sk := range t.Skipped {
+		if sk.Kind == discover.SkipNotSession && filepath.Ext(sk.Path) == discover.ExtJSONL {
+			if v, err := upgrade.Sniff(sk.Path); err == nil {
+				rel, _ := filepath.Rel(t.Root, sk.Path)
+				out = append(out, discover.Session{Path: sk.Path, Tree: t.Root, Rel: rel,
+					Format: readers.FormatJSONLv3, Version: v, Lock: discover.LockPath(sk.Path)})
+				continue
+			}
+		}
+		if named[sk.Path] {
+			rep.Files = append(rep.Files, upgrade.Result{Path: sk.Path, Status: upgrade.StatusRefused,
+				Problem: &upgrade.Problem{Class: readers.Class(sk.Kind), Reason: sk.Reason}})
+			continue
+		}
+		rep.Skipped = append(rep.Skipped, sk)
+	}
+	return out
 }
 
 // namedFiles returns the absolute paths of the arguments that are not

@@ -35,7 +35,8 @@ func upgradeFixture(t *testing.T) (tree string, files map[string]string) {
 	t.Helper()
 	tree = t.TempDir()
 	files = map[string]string{}
-	for name, content := range map[string]string{"v1": upgradeV1, "v2": upgradeV2, "v3": upgradeV3, "broken": upgradeBroken} {
+	for name, content := range map[string]string{"v1": upgradeV1, "v2": upgradeV2, "v3": upgradeV3, "broken": upgradeBroken,
+		"bom": "\ufeff\n" + upgradeV1, "notes": "not a session\n"} {
 		p := filepath.Join(tree, "--x--", name+".jsonl")
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			t.Fatal(err)
@@ -65,13 +66,15 @@ func TestUpgradeRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// bom.jsonl is a session to pi, not to the reference (discovery skips
+	// it); notes.jsonl is no session at all and is only listed as skipped.
 	want := map[string]upgrade.Status{"v1.jsonl": upgrade.StatusPlanned, "v2.jsonl": upgrade.StatusPlanned,
-		"v3.jsonl": upgrade.StatusCurrent, "broken.jsonl": upgrade.StatusRefused}
+		"v3.jsonl": upgrade.StatusCurrent, "broken.jsonl": upgrade.StatusRefused, "bom.jsonl": upgrade.StatusPlanned}
 	if got := statuses(dry); !equalStatuses(got, want) {
 		t.Fatalf("dry run: %v, want %v", got, want)
 	}
-	if dry.Tally().Left() != 1 {
-		t.Errorf("dry run tally %+v", dry.Tally())
+	if dry.Tally().Left() != 1 || len(dry.Skipped) != 1 || filepath.Base(dry.Skipped[0].Path) != "notes.jsonl" {
+		t.Errorf("dry run tally %+v, skipped %+v", dry.Tally(), dry.Skipped)
 	}
 	if after := fixtures.TreeDigest(t, tree); !equalDigest(before, after) {
 		t.Fatalf("the dry run wrote in the tree: %v → %v", before, after)
@@ -82,11 +85,11 @@ func TestUpgradeRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want["v1.jsonl"], want["v2.jsonl"] = upgrade.StatusUpgraded, upgrade.StatusUpgraded
+	want["v1.jsonl"], want["v2.jsonl"], want["bom.jsonl"] = upgrade.StatusUpgraded, upgrade.StatusUpgraded, upgrade.StatusUpgraded
 	if got := statuses(rep); !equalStatuses(got, want) {
 		t.Fatalf("run: %v, want %v", got, want)
 	}
-	if rep.Tally().Left() != 1 || rep.Totals.Upgraded != 2 {
+	if rep.Tally().Left() != 1 || rep.Totals.Upgraded != 3 {
 		t.Errorf("tally %+v totals %+v", rep.Tally(), rep.Totals)
 	}
 	for i, f := range rep.Files {
@@ -94,7 +97,7 @@ func TestUpgradeRun(t *testing.T) {
 			t.Errorf("file %d: the dry run announced other bytes", i)
 		}
 	}
-	for _, name := range []string{"v1", "v2"} {
+	for _, name := range []string{"v1", "v2", "bom"} {
 		src, err := jsonl.Open(files[name], jsonl.Options{})
 		if err != nil {
 			t.Errorf("%s: the reference's reader refuses the upgrade: %v", name, err)
@@ -113,9 +116,9 @@ func TestUpgradeRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	originals := map[string]string{files["v1"]: upgradeV1, files["v2"]: upgradeV2}
-	if len(recs) != 2 {
-		t.Fatalf("journal: %d records, want 2", len(recs))
+	originals := map[string]string{files["v1"]: upgradeV1, files["v2"]: upgradeV2, files["bom"]: "\ufeff\n" + upgradeV1}
+	if len(recs) != 3 {
+		t.Fatalf("journal: %d records, want 3", len(recs))
 	}
 	for _, r := range recs {
 		n := r.Note
@@ -135,7 +138,7 @@ func TestUpgradeRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want["v1.jsonl"], want["v2.jsonl"] = upgrade.StatusCurrent, upgrade.StatusCurrent
+	want["v1.jsonl"], want["v2.jsonl"], want["bom.jsonl"] = upgrade.StatusCurrent, upgrade.StatusCurrent, upgrade.StatusCurrent
 	if got := statuses(again); !equalStatuses(got, want) {
 		t.Errorf("second run: %v", got)
 	}

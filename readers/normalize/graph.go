@@ -19,7 +19,7 @@ type Builder struct {
 	Unit string
 
 	nodes  []node
-	index  map[string]int32 // explicit ids (first occurrence) and synthesized ids
+	ids    idTable // explicit ids (first occurrence) and synthesized ids
 	dup    *duplicate
 	idless int
 
@@ -27,13 +27,21 @@ type Builder struct {
 	cursor   int // Resolve's position in nodes
 }
 
+// node is one entry. It holds no pointer (see idTable).
 type node struct {
-	id     string // explicit id, or the synthesized one after Finish
-	parent string
+	id     ref   // explicit id, or the synthesized one after Finish
+	parent ref   // when flags has fParent
 	pos    int64 // line or seq, for messages and for Resolve
 	loc    int64 // the caller's handle to fetch the entry again
 	flags  uint8
 }
+
+func (b *Builder) idOf(i int32) ref { return b.nodes[i].id }
+
+// lookup returns the index of the entry with id, or -1.
+func (b *Builder) lookup(id string) int32 { return b.ids.lookup(id, b.idOf) }
+
+func (b *Builder) idString(i int) string { return b.ids.str(b.nodes[i].id) }
 
 const (
 	fExplicit uint8 = 1 << iota // the source gave the id
@@ -50,26 +58,28 @@ type duplicate struct {
 // and reported by Finish, after every entry has parsed, as the reference
 // reports it.
 func (b *Builder) Add(pos, loc int64, e *payload.Entry) {
-	if b.index == nil {
-		b.index = make(map[string]int32)
-	}
 	n := node{pos: pos, loc: loc}
-	if e.HasID {
-		n.id, n.flags = e.ID, fExplicit
-		if j, ok := b.index[e.ID]; ok {
-			if b.dup == nil {
-				b.dup = &duplicate{id: e.ID, first: b.nodes[j].pos, second: pos}
-			}
-		} else {
-			b.index[e.ID] = int32(len(b.nodes))
-		}
-	} else {
-		b.idless++
-	}
 	if e.HasParent {
-		n.parent, n.flags = e.ParentID, n.flags|fParent
+		n.parent, n.flags = b.ids.add(e.ParentID), fParent
 	}
+	if !e.HasID {
+		b.idless++
+		b.nodes = append(b.nodes, n)
+		return
+	}
+	n.flags |= fExplicit
+	j := b.lookup(e.ID)
+	if j >= 0 {
+		n.id = b.nodes[j].id // the same bytes: no need to store them twice
+		if b.dup == nil {
+			b.dup = &duplicate{id: e.ID, first: b.nodes[j].pos, second: pos}
+		}
+		b.nodes = append(b.nodes, n)
+		return
+	}
+	n.id = b.ids.add(e.ID)
 	b.nodes = append(b.nodes, n)
+	b.ids.insert(e.ID, int32(len(b.nodes)-1), b.idOf)
 }
 
 // Len is the number of entries added.
@@ -92,9 +102,6 @@ func (b *Builder) Finish(fetch Fetch) error {
 		return errors.New("normalize: Finish called twice")
 	}
 	b.finished = true
-	if b.index == nil {
-		b.index = make(map[string]int32)
-	}
 	if err := b.synthesize(fetch); err != nil {
 		return err
 	}
@@ -102,25 +109,29 @@ func (b *Builder) Finish(fetch Fetch) error {
 		return b.refuse(d.second, readers.ClassDuplicateID, fmt.Sprintf(
 			"session contains duplicate entry ID %s (%s %d and %s %d)", d.id, b.Unit, d.first, b.Unit, d.second))
 	}
-	for _, n := range b.nodes {
+	parents := make([]int32, len(b.nodes)) // -1: no parent
+	for i, n := range b.nodes {
+		parents[i] = -1
 		if n.flags&fParent == 0 {
 			continue
 		}
-		if _, ok := b.index[n.parent]; !ok {
+		p := b.ids.lookupBytes(b.ids.bytes(n.parent), b.idOf)
+		if p < 0 {
 			return b.refuse(n.pos, readers.ClassMissingParent, fmt.Sprintf(
-				"session entry %s references missing parent %s", n.id, n.parent))
+				"session entry %s references missing parent %s", b.idString(i), b.ids.str(n.parent)))
 		}
+		parents[i] = p
 	}
-	if err := b.cycles(); err != nil {
+	if err := b.cycles(parents); err != nil {
 		return err
 	}
-	for _, n := range b.nodes {
-		if n.flags&fExplicit != 0 && !payload.ValidEntryID(n.id) {
+	for i, n := range b.nodes {
+		if id := b.idString(i); n.flags&fExplicit != 0 && !payload.ValidEntryID(id) {
 			return b.refuse(n.pos, readers.ClassBadEntryID, fmt.Sprintf(
-				"entry id %s does not match the V2 entry-id contract ^[A-Za-z0-9_-]{1,128}$", strconv.Quote(n.id)))
+				"entry id %s does not match the V2 entry-id contract ^[A-Za-z0-9_-]{1,128}$", strconv.Quote(id)))
 		}
 	}
-	b.index = nil // Resolve walks nodes in order; the map is no longer needed
+	b.ids.slots = nil // Resolve walks nodes in order; the index is no longer needed
 	return nil
 }
 
@@ -128,7 +139,7 @@ func (b *Builder) synthesize(fetch Fetch) error {
 	if b.idless == 0 {
 		return nil
 	}
-	taken := func(id string) bool { _, ok := b.index[id]; return ok }
+	taken := func(id string) bool { return b.lookup(id) >= 0 }
 	for i := range b.nodes {
 		n := &b.nodes[i]
 		if n.flags&fExplicit != 0 {
@@ -150,8 +161,8 @@ func (b *Builder) synthesize(fetch Fetch) error {
 			}
 			return &readers.RefusedError{Path: b.Path, Line: n.pos, Class: class, Reason: detail, Err: err}
 		}
-		n.id = id
-		b.index[id] = int32(i)
+		n.id = b.ids.add(id)
+		b.ids.insert(id, int32(i), b.idOf)
 	}
 	return nil
 }
@@ -160,20 +171,14 @@ func (b *Builder) synthesize(fetch Fetch) error {
 // parent links form a functional graph: walking up from every entry and
 // colouring what was walked finds each cycle once. The cycle reported is
 // the one whose earliest member comes first in the source.
-func (b *Builder) cycles() error {
+func (b *Builder) cycles(parents []int32) error {
 	const (
 		unseen = iota
 		walking
 		done
 	)
 	state := make([]uint8, len(b.nodes))
-	parentOf := func(i int) int {
-		n := &b.nodes[i]
-		if n.flags&fParent == 0 {
-			return -1
-		}
-		return int(b.index[n.parent])
-	}
+	parentOf := func(i int) int { return int(parents[i]) }
 	best := -1 // earliest member of any cycle found
 	var bestCycle []int
 	var path []int
@@ -215,14 +220,14 @@ func (b *Builder) cycles() error {
 	n := b.nodes[best]
 	if len(bestCycle) == 1 {
 		return b.refuse(n.pos, readers.ClassParentCycle, fmt.Sprintf(
-			"session entry %s names itself as its parent: the parent graph contains a cycle", n.id))
+			"session entry %s names itself as its parent: the parent graph contains a cycle", b.idString(best)))
 	}
 	// Describe the cycle from its earliest member, following parent links.
 	var ids, where []string
 	i := best
 	for k := 0; k < len(bestCycle); k++ {
 		if k < 8 {
-			ids = append(ids, b.nodes[i].id)
+			ids = append(ids, b.idString(i))
 			where = append(where, strconv.FormatInt(b.nodes[i].pos, 10))
 		}
 		i = parentOf(i)
@@ -233,7 +238,7 @@ func (b *Builder) cycles() error {
 	}
 	return b.refuse(n.pos, readers.ClassParentCycle, fmt.Sprintf(
 		"session parent graph contains a cycle: %s → %s%s (%ss %s%s)",
-		strings.Join(ids, " → "), n.id, more, b.Unit, strings.Join(where, ", "), more))
+		strings.Join(ids, " → "), b.idString(best), more, b.Unit, strings.Join(where, ", "), more))
 }
 
 func (b *Builder) refuse(pos int64, class readers.Class, reason string) error {
@@ -252,15 +257,16 @@ func (b *Builder) Resolve(pos int64, e *payload.Entry) (id string, synthesized b
 	n := &b.nodes[b.cursor]
 	b.cursor++
 	same := n.pos == pos && e.HasID == (n.flags&fExplicit != 0) && e.HasParent == (n.flags&fParent != 0) &&
-		(!e.HasID || e.ID == n.id) && (!e.HasParent || e.ParentID == n.parent)
+		(!e.HasID || e.ID == string(b.ids.bytes(n.id))) && (!e.HasParent || e.ParentID == string(b.ids.bytes(n.parent)))
 	if !same {
 		return "", false, b.refuse(pos, readers.ClassIO, "source changed while it was read: this entry differs from the first pass")
 	}
 	if !e.HasID {
-		e.SetID(n.id)
-		return n.id, true, nil
+		id := b.ids.str(n.id)
+		e.SetID(id)
+		return id, true, nil
 	}
-	return n.id, false, nil
+	return e.ID, false, nil
 }
 
 // Done reports whether Resolve has been given every entry.

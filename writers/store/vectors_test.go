@@ -117,3 +117,38 @@ func firstDiff(a, b []byte) string {
 }
 
 func itoa(i int) string { return string(wire.AppendCompact(nil, wire.U64(uint64(i)))) }
+
+// ActivePath follows parents from any leaf back to the root, across the
+// tricky vector's branch; an unknown leaf has no path.
+func TestActivePath(t *testing.T) {
+	var vc vectorCase
+	for _, c := range vectorCases(t) {
+		if c.name == "accept/tricky" {
+			vc = c
+		}
+	}
+	frames := referenceFrames(t, vc.reference)
+	parent := map[string]string{}
+	for _, f := range frames {
+		parent[f.EntryID] = f.ParentEntryID
+	}
+	s := mustOpen(t, copyStore(t, vc.reference))
+	for _, f := range frames {
+		var want []string
+		for id := f.EntryID; id != ""; id = parent[id] {
+			want = append([]string{id}, want...)
+		}
+		got, err := s.ActivePath(f.EntryID)
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("%s: %d frames, %v", f.EntryID, len(got), err)
+		}
+		for i := range want {
+			if got[i].EntryID != want[i] {
+				t.Fatalf("%s: path %d is %s, want %s", f.EntryID, i, got[i].EntryID, want[i])
+			}
+		}
+	}
+	if p, err := s.ActivePath("nosuchid"); err != nil || p != nil {
+		t.Fatalf("%v %v", p, err)
+	}
+}

@@ -76,17 +76,38 @@
 //
 // # Safety
 //
-// The file is read twice (pass 1 validates and collects the ids; pass 2
-// rewrites to a temp file beside the original), never held whole. Under the
-// session lock <file>.lock: the temp <file>.upgrade.<uuid>.tmp gets the
-// original's mode and owner and is fsynced; the original is copied byte for
-// byte (during pass 2) into QuarantinePath, fsynced and renamed into place;
-// Options.Record is called (the engine appends the journal note); the
-// source is checked unchanged (both passes hash it; size, inode, mtime and
-// ctime are compared before the rename); the temp is renamed over the
-// original and the directory fsynced. A change found after the rename (a
-// writer that takes no lock, such as the TypeScript pi, appending between
-// the last check and the rename) puts the writer's version back. A dry run
-// does all the reading and computing and writes nothing at all; it takes
-// the session lock only when the lock file already exists.
+// The file is read twice, never held whole: pass 1 validates every line and
+// collects the explicit ids; pass 2 rewrites to a temp file beside the
+// original. Memory grows with the number of entries (their ids and the
+// per-entry report), not with their size. A real run, under the session
+// lock <file>.lock:
+//
+//  1. removes temps of earlier upgrades of this file killed before their
+//     rename (<file>.upgrade.<32 hex>.tmp: never the only copy of anything);
+//  2. pass 1; failpoint upgrade.before-quarantine;
+//  3. pass 2 writes <file>.upgrade.<uuid>.tmp and copies the original
+//     byte for byte to <QuarantinePath>.tmp as it reads it; both passes
+//     hash the source and must agree;
+//  4. the temp gets the original's owner (when root) and mode and is
+//     fsynced; the copy gets the session's owner and 0600, is fsynced and
+//     renamed to QuarantinePath (its directories 0700); upgrade.after-quarantine;
+//  5. the source must still be the file pass 1 read (same inode, size,
+//     mtime, ctime); else nothing is recorded, the copy and temp are
+//     removed, StatusChanged;
+//  6. Options.Record(EventUpgraded) (the engine appends the journal note)
+//     between upgrade.before-journal and upgrade.after-journal;
+//  7. upgrade.before-rename; the temp is renamed over the original and the
+//     directory fsynced; upgrade.after-rename;
+//  8. the old inode, still open, must not have changed since pass 1: a
+//     writer that takes no lock (the TypeScript pi takes none) may have
+//     written to it after step 5. If it did, its bytes are copied to
+//     <file>.restore.<uuid>.tmp and renamed back over the file (that temp
+//     is never removed automatically), Record(EventRestored), StatusChanged.
+//
+// A crash at any step leaves the original or the upgrade in place (never
+// anything else), and a file that is upgraded always has its original in
+// the quarantine and a journal note; a re-run converges (crash_test.go,
+// -tags failpoints). A dry run does all the reading and computing and
+// writes nothing at all; it takes the session lock only when the lock file
+// already exists.
 package upgrade

@@ -102,6 +102,11 @@ func (u *upgrader) run() error {
 		u.res.fail(readers.ClassIO, "upgrade: Tree, QuarantinePath and Record are required")
 		return nil
 	}
+	if fi, err := os.Lstat(u.path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// Refused before the lock, which would create <link>.lock.
+		u.res.refuse(0, readers.ClassSymlink, "the session file is a symlink; pisess follows none")
+		return nil
+	}
 	if done, err := u.takeLock(); done || err != nil {
 		return err
 	}
@@ -572,4 +577,40 @@ func checkHeader(text []byte) *Problem {
 		return &Problem{Class: p.Class, Reason: "Invalid session header in JSONL: " + p.Reason}
 	}
 	return nil
+}
+
+// Sniff reads the header of the file at path the way pi does (blank lines
+// and a leading byte-order mark skipped, see the package comment) and
+// returns its version: 1, 2 or 3. An error is a *readers.RefusedError
+// (the file is not a session pi reads, or its version is unknown) or an
+// I/O error. It reads only up to the first non-blank line and writes
+// nothing. Discovery reads headers with the reference's stricter rules;
+// a file it does not take as a session may still be one pi opens, and so
+// one to upgrade.
+func Sniff(path string) (int, error) {
+	f, err := durable.OS.OpenNoFollow(path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return 0, err
+	} else if !fi.Mode().IsRegular() {
+		return 0, &readers.RefusedError{Path: path, Class: readers.ClassSpecialFile, Reason: "not a regular file"}
+	}
+	l, err := newScanner(context.Background(), f).next()
+	if err == io.EOF {
+		err = refuse(0, readers.ClassEmptyFile, "the file holds no line")
+	}
+	if err == nil {
+		var v int
+		if v, err = headerVersion(l); err == nil {
+			return v, nil
+		}
+	}
+	var rf *refusal
+	if errors.As(err, &rf) {
+		return 0, &readers.RefusedError{Path: path, Line: rf.Line, Class: rf.Class, Reason: rf.Reason}
+	}
+	return 0, err
 }

@@ -317,6 +317,9 @@ func TestSymlinkRefused(t *testing.T) {
 	if string(readFile(t, path)) != v1Session {
 		t.Errorf("target changed")
 	}
+	if _, err := os.Lstat(link + ".lock"); !os.IsNotExist(err) {
+		t.Errorf("a lock file was created beside the symlink")
+	}
 }
 
 // TestChangedBetweenPasses: a writer appends between pass 1 and pass 2;
@@ -477,5 +480,69 @@ func TestDryRunWithLockFile(t *testing.T) {
 	defer held.Unlock()
 	if res := run(t, path, Options{DryRun: true, LockTimeout: 10 * time.Millisecond}); res.Status != StatusBusy {
 		t.Errorf("dry run under a held lock: %s", res.Status)
+	}
+}
+
+// TestOwnerAsRoot: run as root (cron over users' trees), the upgraded
+// file, the quarantine copy and the directories made for it belong to the
+// session's owner; .pisess/ belongs to the tree's owner.
+func TestOwnerAsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	const uid, gid = 4321, 8765
+	tree, path := sessionTree(t, v1Session)
+	for _, p := range []string{tree, filepath.Dir(path), path} {
+		if err := os.Chown(p, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(path, 0o604); err != nil {
+		t.Fatal(err)
+	}
+	opt := options(t, tree, path, &recorder{})
+	res := run(t, path, opt)
+	if res.Status != StatusUpgraded {
+		t.Fatalf("%s %+v", res.Status, res.Problem)
+	}
+	owned := func(p string, mode os.FileMode) {
+		t.Helper()
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != uid || st.Gid != gid || fi.Mode().Perm() != mode {
+			t.Errorf("%s: %d:%d %v, want %d:%d %v", p, st.Uid, st.Gid, fi.Mode().Perm(), uid, gid, mode)
+		}
+	}
+	owned(path, 0o604)
+	owned(opt.QuarantinePath, 0o600)
+	for d := filepath.Dir(opt.QuarantinePath); d != tree; d = filepath.Dir(d) {
+		owned(d, 0o700)
+	}
+}
+
+func TestSniff(t *testing.T) {
+	dir := t.TempDir()
+	for content, want := range map[string]int{
+		"\ufeff\n \n" + v1Session:                        1,
+		`{"type":"session","version":2,"id":"x"}` + "\n": 2,
+		`{"type":"session","version":3,"id":"x"}` + "\n": 3,
+		"":                                   -1,
+		"hello\n":                            -1,
+		`{"type":"message","id":"x"}` + "\n": -1,
+	} {
+		p := writeFile(t, filepath.Join(dir, sha([]byte(content))+".jsonl"), content)
+		v, err := Sniff(p)
+		if want < 0 {
+			if readers.AsRefused(err) == nil {
+				t.Errorf("%q: %d %v, want a refusal", content, v, err)
+			}
+			continue
+		}
+		if err != nil || v != want {
+			t.Errorf("%q: %d %v, want %d", content, v, err, want)
+		}
 	}
 }

@@ -135,8 +135,7 @@ func ParseJSONShared(b []byte, hook TopLevelHook) (Value, int, error) {
 }
 
 func parseJSON(b []byte, hook TopLevelHook, share bool) (Value, int, error) {
-	// Most texts never have more than a few dozen items open at once.
-	p := parser{b: b, depth: recursionLimit, hook: hook, stack: make([]Member, 0, 32)}
+	p := parser{b: b, depth: recursionLimit, hook: hook}
 	if share {
 		p.s = string(b)
 	}
@@ -152,40 +151,22 @@ func parseJSON(b []byte, hook TopLevelHook, share bool) (Value, int, error) {
 	return v, end, nil
 }
 
-// parser reads one JSON text. A container's items are gathered on a stack
-// shared by all levels and copied, once the container is closed, into a
-// slice of exactly their number: one allocation per container, none for
-// growing it, and no spare capacity that an append by a caller could write
-// into behind another value's back.
 type parser struct {
 	b     []byte
 	s     string // b as a string when strings are shared, else ""
 	i     int
 	depth int
 	hook  TopLevelHook
-
-	stack []Member // items of the open containers; array items have no key
-	esc   []byte   // scratch for unescaping a string
+	esc   []byte // scratch for unescaping a string
 }
 
-// closeObject moves the members stacked since base into a slice of their
-// own and pops them.
-func (p *parser) closeObject(base int) []Member {
-	out := make([]Member, len(p.stack)-base)
-	copy(out, p.stack[base:])
-	p.stack = p.stack[:base]
-	return out
-}
-
-// closeArray is closeObject for an array.
-func (p *parser) closeArray(base int) []Value {
-	out := make([]Value, len(p.stack)-base)
-	for k, m := range p.stack[base:] {
-		out[k] = m.Value
-	}
-	p.stack = p.stack[:base]
-	return out
-}
+// smallContainer is how many items a container gathers in its reader's own
+// stack frame before they spill to the heap. Items are gathered first and
+// copied into a slice of exactly their number once the container is
+// closed: one allocation per container, none for growing it, and no spare
+// capacity that a caller's append could write into behind another value's
+// back. Most objects of a session have fewer members than this.
+const smallContainer = 16
 
 func (p *parser) errAt(msg string, i int) *SyntaxError {
 	line, col := Position(p.b, i)
@@ -289,7 +270,8 @@ func (p *parser) ident(rest string) error {
 }
 
 func (p *parser) array() (Value, error) {
-	base := len(p.stack)
+	var small [smallContainer]Value
+	items := small[:0]
 	first := true
 	for {
 		p.skipWS()
@@ -299,7 +281,7 @@ func (p *parser) array() (Value, error) {
 		c := p.b[p.i]
 		if c == ']' {
 			p.i++
-			return Value{Kind: KindArray, Arr: p.closeArray(base)}, nil
+			return Value{Kind: KindArray, Arr: append(make([]Value, 0, len(items)), items...)}, nil
 		}
 		if c == ',' && !first {
 			p.i++
@@ -318,12 +300,13 @@ func (p *parser) array() (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		p.stack = append(p.stack, Member{Value: item})
+		items = append(items, item)
 	}
 }
 
 func (p *parser) object(top bool) (Value, error) {
-	base := len(p.stack)
+	var small [smallContainer]Member
+	members := small[:0]
 	first := true
 	for {
 		p.skipWS()
@@ -333,7 +316,7 @@ func (p *parser) object(top bool) (Value, error) {
 		c := p.b[p.i]
 		if c == '}' {
 			p.i++
-			return Value{Kind: KindObject, Obj: p.closeObject(base)}, nil
+			return Value{Kind: KindObject, Obj: append(make([]Member, 0, len(members)), members...)}, nil
 		}
 		if c == ',' && !first {
 			p.i++
@@ -381,7 +364,7 @@ func (p *parser) object(top bool) (Value, error) {
 				return Value{}, err
 			}
 		}
-		p.stack = append(p.stack, Member{Key: key, Value: val})
+		members = append(members, Member{Key: key, Value: val})
 	}
 }
 

@@ -2,8 +2,9 @@ package wire
 
 import (
 	"math"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // The writers below produce the bytes the reference's serde_json 1.0.149
@@ -16,11 +17,8 @@ const hexDigits = "0123456789abcdef"
 func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for i := plainRunString(s, 0); i < len(s); i = plainRunString(s, i+1) {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
 		dst = append(dst, s[start:i]...)
 		switch c {
 		case '"':
@@ -44,6 +42,24 @@ func AppendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// plainRunString is plainRun (jsonparse.go) for a string: the bytes it
+// skips are exactly those written unescaped.
+func plainRunString(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if hasSpecial(x) {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+	}
+	return i
 }
 
 // AppendFloat appends f the way serde_json (zmij) writes a finite f64: the
@@ -165,35 +181,177 @@ func AppendCompact(dst []byte, v Value) []byte {
 
 // SortKeys returns v with every object's members sorted by key in byte
 // order and duplicates resolved last-wins, as serde_json's Value (a
-// BTreeMap without preserve_order) holds them.
+// BTreeMap without preserve_order) holds them. v is left as it was.
 func SortKeys(v Value) Value {
+	v = deepCopy(v)
+	SortKeysInPlace(&v)
+	return v
+}
+
+func deepCopy(v Value) Value {
 	switch v.Kind {
 	case KindArray:
 		out := make([]Value, len(v.Arr))
-		for i, item := range v.Arr {
-			out[i] = SortKeys(item)
+		for i := range v.Arr {
+			out[i] = deepCopy(v.Arr[i])
 		}
-		return Value{Kind: KindArray, Arr: out}
+		v.Arr = out
 	case KindObject:
-		last := make(map[string]int, len(v.Obj))
+		out := make([]Member, len(v.Obj))
 		for i, m := range v.Obj {
-			last[m.Key] = i
+			out[i] = Member{Key: m.Key, Value: deepCopy(m.Value)}
 		}
-		out := make([]Member, 0, len(last))
-		for i, m := range v.Obj {
-			if last[m.Key] == i {
-				out = append(out, Member{Key: m.Key, Value: SortKeys(m.Value)})
-			}
-		}
-		sort.Slice(out, func(a, b int) bool { return out[a].Key < out[b].Key })
-		return Value{Kind: KindObject, Obj: out}
+		v.Obj = out
 	}
 	return v
 }
 
-// AppendCanonical appends v compact with keys sorted at every depth.
+// SortKeysInPlace is SortKeys on v's own storage: each object's members
+// are sorted where they are and its duplicates dropped (v.Obj is shortened;
+// nothing is allocated for objects of up to 32 members). It is for a value
+// nobody else shares slices with, such as one just parsed.
+func SortKeysInPlace(v *Value) {
+	switch v.Kind {
+	case KindArray:
+		for i := range v.Arr {
+			SortKeysInPlace(&v.Arr[i])
+		}
+	case KindObject:
+		for i := range v.Obj {
+			SortKeysInPlace(&v.Obj[i].Value)
+		}
+		if !keysAscending(v.Obj) {
+			v.Obj = dedupSorted(sortMembers(v.Obj))
+		}
+	}
+}
+
+// keysAscending reports whether the keys are strictly increasing: sorted,
+// and so without duplicates. What the reference wrote is always so.
+func keysAscending(obj []Member) bool {
+	for i := 1; i < len(obj); i++ {
+		if obj[i-1].Key >= obj[i].Key {
+			return false
+		}
+	}
+	return true
+}
+
+// sortMembers sorts obj by key, stably: of equal keys, the last in the
+// source stays last, which is the one that wins.
+func sortMembers(obj []Member) []Member {
+	if len(obj) > 32 {
+		slices.SortStableFunc(obj, func(a, b Member) int { return strings.Compare(a.Key, b.Key) })
+		return obj
+	}
+	// Insertion sort: short, stable, and moves nothing when the members
+	// are nearly in order.
+	for i := 1; i < len(obj); i++ {
+		if obj[i-1].Key <= obj[i].Key {
+			continue
+		}
+		m := obj[i]
+		j := i
+		for ; j > 0 && obj[j-1].Key > m.Key; j-- {
+			obj[j] = obj[j-1]
+		}
+		obj[j] = m
+	}
+	return obj
+}
+
+// dedupSorted keeps the last of each run of equal keys.
+func dedupSorted(obj []Member) []Member {
+	out := obj[:0]
+	for i := range obj {
+		if i+1 < len(obj) && obj[i+1].Key == obj[i].Key {
+			continue
+		}
+		out = append(out, obj[i])
+	}
+	clear(obj[len(out):]) // drop what the shortened slice no longer shows
+	return out
+}
+
+// AppendCanonical appends v compact with keys sorted at every depth (the
+// bytes of AppendCompact(dst, SortKeys(v))). It copies nothing: an object
+// whose keys are already in order is written as it is, any other through a
+// sorted list of its members' indices.
 func AppendCanonical(dst []byte, v Value) []byte {
-	return AppendCompact(dst, SortKeys(v))
+	return appendCanonical(dst, &v)
+}
+
+func appendCanonical(dst []byte, v *Value) []byte {
+	switch v.Kind {
+	case KindArray:
+		dst = append(dst, '[')
+		for i := range v.Arr {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendCanonical(dst, &v.Arr[i])
+		}
+		return append(dst, ']')
+	case KindObject:
+		return appendCanonicalObject(dst, v.Obj)
+	}
+	return AppendCompact(dst, *v)
+}
+
+func appendCanonicalObject(dst []byte, obj []Member) []byte {
+	dst = append(dst, '{')
+	if keysAscending(obj) {
+		for i := range obj {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendCanonicalMember(dst, &obj[i])
+		}
+		return append(dst, '}')
+	}
+	var small [32]int32
+	order := small[:0]
+	if len(obj) > len(small) {
+		order = make([]int32, 0, len(obj))
+	}
+	for i := range obj {
+		order = append(order, int32(i))
+	}
+	sortOrder(order, obj)
+	first := true
+	for k, i := range order {
+		if k+1 < len(order) && obj[order[k+1]].Key == obj[i].Key {
+			continue // a later duplicate wins
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendCanonicalMember(dst, &obj[i])
+	}
+	return append(dst, '}')
+}
+
+func appendCanonicalMember(dst []byte, m *Member) []byte {
+	dst = AppendString(dst, m.Key)
+	dst = append(dst, ':')
+	return appendCanonical(dst, &m.Value)
+}
+
+// sortOrder sorts member indices by key, stably (see sortMembers).
+func sortOrder(order []int32, obj []Member) {
+	if len(order) > 32 {
+		slices.SortStableFunc(order, func(a, b int32) int { return strings.Compare(obj[a].Key, obj[b].Key) })
+		return
+	}
+	for i := 1; i < len(order); i++ {
+		x := order[i]
+		j := i
+		for ; j > 0 && obj[order[j-1]].Key > obj[x].Key; j-- {
+			order[j] = order[j-1]
+		}
+		order[j] = x
+	}
 }
 
 // AppendPretty appends v as serde_json's pretty printer writes it: two

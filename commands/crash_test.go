@@ -1,0 +1,252 @@
+//go:build failpoints
+
+package commands
+
+// Crash consistency of migrate, rollback and fsck --repair (issues 7 and 8,
+// STYLE.md §6): pisess, built with -tags failpoints, is SIGKILLed at every
+// hit of every failpoint durable.KnownFailpoints lists (a new failpoint is
+// tested for free) and after evenly spaced byte counts; after each kill the
+// tree must hold no loss and no sidecar pi would misread, and re-running
+// must converge. The helpers are in crash_helpers_test.go.
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"pisess/fixtures"
+	"pisess/readers/discover"
+	"pisess/verify"
+	"pisess/writers/durable"
+)
+
+// crashMigrateMinKills is the least number of kill points of the migrate
+// test (issue 7: "at least 200 kill points across a tree").
+const crashMigrateMinKills = 200
+
+// crashMaxHits is how many consecutive hits of one failpoint are tried
+// before sampling the rest (crashKills).
+const crashMaxHits = 128
+
+func crashSetup(t *testing.T) (bin, base string) {
+	t.Helper()
+	if !durable.FailpointsEnabled {
+		t.Skip("needs -tags failpoints")
+	}
+	if testing.Short() {
+		t.Skip("kills hundreds of pisess children")
+	}
+	return fixtures.BuildBinary(t, "failpoints"), crashBaseDir(t)
+}
+
+// crashMustReach fails the test for each name the scenario never reached:
+// the tree is built so that it passes them all.
+func crashMustReach(t *testing.T, hits map[string]int, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if hits[n] == 0 {
+			t.Errorf("failpoint %s was never reached: the scenario no longer exercises it", n)
+		}
+	}
+}
+
+// crashLogHits logs the hits per failpoint and the names never reached.
+func crashLogHits(t *testing.T, hits map[string]int) {
+	t.Helper()
+	var reached, not []string
+	for _, n := range durable.KnownFailpoints() {
+		if hits[n] > 0 {
+			reached = append(reached, n+"@"+strconv.Itoa(hits[n]))
+		} else {
+			not = append(not, n)
+		}
+	}
+	sort.Strings(reached)
+	t.Logf("reached (last hit tried): %s", strings.Join(reached, " "))
+	t.Logf("not reached: %s", strings.Join(not, " "))
+}
+
+// TestCrashMigrate kills `pisess migrate --jobs 1` over a tree of six
+// sessions, one of them stale (so the refresh and displace path runs), at
+// every failpoint hit and at evenly spaced byte counts; after each kill
+// checkAfterKill, then converge (re-run, fsck --repair only where migrate
+// names it, a third run that changes nothing).
+func TestCrashMigrate(t *testing.T) {
+	bin, base := crashSetup(t)
+	pool := crashPool(t, bin, base, "migrate", func(tr *crashTree) {
+		tr.makeStale(t)
+		tr.snapshotSidecars(t)
+	})
+	sc := crashScenario{
+		args: func(tr *crashTree) []string { return tr.migrateArgs("run-crash-migrate") },
+		check: func(t *testing.T, tr *crashTree, p crashPoint) []string {
+			tr.checkAfterKill(t)
+			return tr.converge(t)
+		},
+		done: func(t *testing.T, tr *crashTree, out crashOut) {
+			if out.code != ExitClean {
+				t.Fatalf("the unkilled run: %s", out)
+			}
+			tr.checkConverged(t)
+		},
+	}
+	named, hits := crashKills(t, pool, sc, crashMaxHits)
+	crashLogHits(t, hits)
+	crashMustReach(t, hits,
+		"engine.before-stage", "engine.after-stage", "engine.before-verify", "engine.after-verify",
+		"engine.before-source-state", "engine.after-source-state", "engine.before-cutover", "engine.after-cutover",
+		"engine.after-completed",
+		"rollback.before-backup-rename", "rollback.after-backup-rename", "rollback.before-install-rename",
+		"rollback.after-install-rename", "rollback.before-quarantine-backup", "rollback.after-quarantine-backup",
+		"rollback.after-displaced-note", "store.before-seal", "durable.before-sync", "durable.before-rename")
+
+	// Torn writes: kill after n bytes, n evenly spaced over what a whole
+	// run writes, enough of them for the issue's 200 kill points.
+	torn := max(60, crashMigrateMinKills-named)
+	total := crashTornWrites(t, pool, sc, torn)
+	t.Logf("migrate: %d kill points: %d at named failpoints, %d after n bytes (of about %d a run writes)", named+torn, named, torn, total)
+	if named+torn < crashMigrateMinKills {
+		t.Errorf("only %d kill points, want at least %d", named+torn, crashMigrateMinKills)
+	}
+}
+
+// crashNotRolledBack are the paths a rollback leaves as they are: the
+// tree's own .pisess (journal, quarantine, lock) and pi's session lock
+// files, which pisess creates and never deletes (durable.Lock: removing
+// one while someone waits on it would let two holders in).
+func crashNotRolledBack(rel string) bool {
+	return rel == discover.PisessDir || strings.HasPrefix(rel, discover.PisessDir+"/") || strings.HasSuffix(rel, ".jsonl.lock")
+}
+
+// TestCrashRollback migrates the tree (a refresh among the sessions), then
+// kills `pisess rollback --tree T ID` at every failpoint hit it passes; the
+// re-run must finish and leave the tree as before the migration (apart from
+// .pisess/ and lock files), and a third run must change nothing.
+func TestCrashRollback(t *testing.T) {
+	bin, base := crashSetup(t)
+	const cid = "run-crash-rolled-back"
+	pool := crashPool(t, bin, base, "rollback", func(tr *crashTree) {
+		tr.makeStale(t)
+		tr.snapshotSidecars(t)
+		tr.want = tr.digestSkipping(t, crashNotRolledBack)
+		rep, out := tr.migrate(t, cid)
+		if out.code != ExitClean || rep.Totals.Migrated != len(tr.sessions)-1 || rep.Totals.Refreshed != 1 {
+			t.Fatalf("migrate before the rollback: %+v\n%s", rep.Totals, out)
+		}
+	})
+	args := func(tr *crashTree) []string { return []string{"rollback", "--json", "--tree", tr.root, cid} }
+	finished := func(t *testing.T, tr *crashTree, out crashOut, when string) {
+		t.Helper()
+		if out.killed || out.code != ExitClean {
+			t.Fatalf("%s: %s", when, out)
+		}
+		tr.checkSources(t, when)
+		if d := crashDigestDiff(tr.want, tr.digestSkipping(t, crashNotRolledBack)); len(d) > 0 {
+			t.Errorf("%s: the tree differs from before the migration: %v", when, d)
+		}
+		before := tr.digestSkipping(t, crashIsJournal)
+		third := tr.run(t, nil, args(tr)...)
+		if third.killed || third.code != ExitClean || strings.Contains(third.stdout, `"changed": true`) {
+			t.Errorf("third run: %s", third)
+		}
+		if d := crashDigestDiff(before, tr.digestSkipping(t, crashIsJournal)); len(d) > 0 {
+			t.Errorf("third run changed %v", d)
+		}
+	}
+	sc := crashScenario{
+		args: args,
+		check: func(t *testing.T, tr *crashTree, p crashPoint) []string {
+			tr.checkAfterKill(t)
+			finished(t, tr, tr.run(t, nil, args(tr)...), "re-run")
+			return nil
+		},
+		done: func(t *testing.T, tr *crashTree, out crashOut) { finished(t, tr, out, "the unkilled run") },
+	}
+	named, hits := crashKills(t, pool, sc, crashMaxHits)
+	crashLogHits(t, hits)
+	crashMustReach(t, hits, "rollback.before-sidecar-quarantine", "rollback.after-sidecar-quarantine",
+		"rollback.before-displaced-restore", "rollback.after-displaced-restore", "rollback.after-rollback-record")
+	t.Logf("rollback: %d kill points at named failpoints", named)
+}
+
+// TestCrashFsckRepair damages a migrated tree (an index truncated mid-line,
+// a manifest removed) and kills `pisess fsck --repair` at every failpoint
+// hit it passes; re-running fsck --repair must then leave a tree that fsck
+// finds clean, every session migrated, no source byte changed, and one
+// more fsck --repair must change nothing.
+func TestCrashFsckRepair(t *testing.T) {
+	bin, base := crashSetup(t)
+	pool := crashPool(t, bin, base, "fsck", func(tr *crashTree) {
+		if _, out := tr.migrate(t, "run-crash-fsck"); out.code != ExitClean {
+			t.Fatalf("migrate: %s", out)
+		}
+		index := filepath.Join(tr.session(t, "accept/rollover").sidecar, "index", "offsets.jsonl")
+		fi, err := os.Stat(index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixtures.Truncate(t, index, fi.Size()-20)
+		if err := os.Remove(filepath.Join(tr.session(t, "accept/tricky").sidecar, "manifest.json")); err != nil {
+			t.Fatal(err)
+		}
+		if out := tr.fsck(t, nil, false); out.code != ExitProblems {
+			t.Fatalf("fsck of the damaged tree: %s", out)
+		}
+		tr.snapshotSidecars(t)
+	})
+	repaired := func(t *testing.T, tr *crashTree, when string) {
+		t.Helper()
+		tr.checkSources(t, when)
+		if out := tr.fsck(t, nil, false); out.killed || out.code != ExitClean {
+			t.Errorf("fsck %s: %s", when, out)
+		}
+		if l := tr.leftovers(t); len(l) > 0 {
+			t.Errorf("leftovers %s: %v", when, l)
+		}
+		for _, s := range tr.sessions {
+			if st, err := verify.Status(s.path); err != nil || st.Class != verify.ClassMigrated {
+				t.Errorf("%s %s: %s %v %v", s.name, when, st.Class, st.Findings, err)
+			}
+			tr.checkFingerprint(t, s)
+		}
+		before := tr.digestSkipping(t, crashIsJournal)
+		if out := tr.fsck(t, nil, true); out.killed || out.code != ExitClean {
+			t.Errorf("fsck --repair once more: %s", out)
+		}
+		if d := crashDigestDiff(before, tr.digestSkipping(t, crashIsJournal)); len(d) > 0 {
+			t.Errorf("fsck --repair once more changed %v", d)
+		}
+	}
+	sc := crashScenario{
+		args: func(tr *crashTree) []string { return []string{"fsck", "--repair", "--json", "--jobs", "1", tr.root} },
+		check: func(t *testing.T, tr *crashTree, p crashPoint) []string {
+			tr.checkSources(t, "after the kill")
+			for _, s := range tr.sessions {
+				if _, err := os.Lstat(s.sidecar); err == nil {
+					tr.checkFingerprint(t, s)
+				}
+			}
+			tr.checkJournal(t, true)
+			if out := tr.fsck(t, nil, true); out.killed || (out.code != ExitClean && out.code != ExitRepaired) {
+				t.Fatalf("fsck --repair after the kill: %s", out)
+			}
+			repaired(t, tr, "after the re-run")
+			return nil
+		},
+		done: func(t *testing.T, tr *crashTree, out crashOut) {
+			if out.code != ExitRepaired {
+				t.Fatalf("the unkilled fsck --repair: %s", out)
+			}
+			repaired(t, tr, "after the unkilled run")
+		},
+	}
+	named, hits := crashKills(t, pool, sc, crashMaxHits)
+	crashLogHits(t, hits)
+	t.Logf("fsck --repair: %d kill points at named failpoints", named)
+	if named == 0 {
+		t.Error("no failpoint killed fsck --repair")
+	}
+}
