@@ -455,12 +455,20 @@ func killAfterBytes(n int64) crashPoint {
 type crashScenario struct {
 	// args are the command's arguments on tree tr.
 	args func(tr *crashTree) []string
+	// prepare, when set, runs after each reset, before the armed child
+	// (rollback: the migration to roll back, whose journal names the
+	// installed stores by inode, so it cannot be part of a copied
+	// template).
+	prepare func(t *testing.T, tr *crashTree)
 	// check judges what a kill left on tr and re-runs to convergence; it
 	// returns the known bugs the point ran into (the point is then
 	// skipped, naming them, once every other check has run).
 	check func(t *testing.T, tr *crashTree, p crashPoint) []string
-	// done judges a run that was armed but not killed: a complete run.
-	done func(t *testing.T, tr *crashTree, out crashOut)
+	// done judges a run that was armed but not killed: a complete run, the
+	// same every time (failpoints do nothing until they kill), so crashKills
+	// calls it once and afterwards only checks the exit status, doneCode.
+	done     func(t *testing.T, tr *crashTree, out crashOut)
+	doneCode int
 }
 
 // crashPool builds one tree per worker (newCrashTree with setup, at
@@ -504,6 +512,9 @@ func (sc crashScenario) killAt(t *testing.T, tr *crashTree, p crashPoint) bool {
 	killed := false
 	t.Run(p.name, func(t *testing.T) {
 		tr.reset(t)
+		if sc.prepare != nil {
+			sc.prepare(t, tr)
+		}
 		out := tr.run(t, p.env, sc.args(tr)...)
 		if strings.Contains(out.stderr, "panic:") {
 			t.Fatalf("the child panicked: %s", out)
@@ -532,6 +543,18 @@ func crashKills(t *testing.T, pool []*crashTree, sc crashScenario, maxHits int) 
 	var mu sync.Mutex
 	hits := map[string]int{}
 	total := 0
+	var once sync.Once
+	full := sc.done
+	sc.done = func(t *testing.T, tr *crashTree, out crashOut) {
+		first := false
+		once.Do(func() {
+			first = true
+			full(t, tr, out)
+		})
+		if !first && out.code != sc.doneCode {
+			t.Errorf("the unkilled run: exit %d, want %d: %s", out.code, sc.doneCode, out)
+		}
+	}
 	crashParallel(pool, durable.KnownFailpoints(), func(tr *crashTree, name string) {
 		for n, stride := 1, 1; ; n += stride {
 			if !sc.killAt(t, tr, failpointAt(name, n)) {
@@ -551,33 +574,43 @@ func crashKills(t *testing.T, pool []*crashTree, sc crashScenario, maxHits int) 
 
 // crashTornWrites kills the command after n bytes written, for count
 // values of n evenly spaced over what a whole run writes (found by
-// crashBudgetBytes); each must kill. It returns the byte total.
-func crashTornWrites(t *testing.T, pool []*crashTree, sc crashScenario, count int) int64 {
+// crashBudgetBytes); each must kill. It returns the number of kill points
+// run and the byte total.
+func crashTornWrites(t *testing.T, pool []*crashTree, sc crashScenario, count int) (int, int64) {
 	t.Helper()
-	total := crashBudgetBytes(t, pool[0], sc.args(pool[0]))
+	total := crashBudgetBytes(t, pool[0], sc)
 	points := make([]crashPoint, count)
 	for i := range points {
 		points[i] = killAfterBytes(total * int64(i+1) / int64(count+1))
 	}
+	var mu sync.Mutex
+	killed := 0
 	crashParallel(pool, points, func(tr *crashTree, p crashPoint) {
 		armed := sc
 		armed.done = func(t *testing.T, _ *crashTree, out crashOut) {
 			t.Errorf("not killed within the about %d bytes a run writes: %s", total, out)
 		}
-		armed.killAt(t, tr, p)
+		if armed.killAt(t, tr, p) {
+			mu.Lock()
+			killed++
+			mu.Unlock()
+		}
 	})
-	return total
+	return killed, total
 }
 
-// crashBudgetBytes finds about how many bytes an unarmed run of args
-// writes through durable (to within 1/512), by doubling then bisecting
+// crashBudgetBytes finds about how many bytes an unarmed run of the
+// scenario's command writes through durable (to within 1/512), by doubling then bisecting
 // PISESS_KILL_AFTER_BYTES: the child dies exactly when its budget is
 // reached. Each probe resets the tree.
-func crashBudgetBytes(t *testing.T, tr *crashTree, args []string) int64 {
+func crashBudgetBytes(t *testing.T, tr *crashTree, sc crashScenario) int64 {
 	t.Helper()
 	killedAt := func(n int64) bool {
 		tr.reset(t)
-		return tr.run(t, killAfterBytes(n).env, args...).killed
+		if sc.prepare != nil {
+			sc.prepare(t, tr)
+		}
+		return tr.run(t, killAfterBytes(n).env, sc.args(tr)...).killed
 	}
 	lo, hi := int64(0), int64(4096)
 	for killedAt(hi) {

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"pisess/fixtures"
@@ -26,6 +27,10 @@ import (
 // crashMigrateMinKills is the least number of kill points of the migrate
 // test (issue 7: "at least 200 kill points across a tree").
 const crashMigrateMinKills = 200
+
+// crashTornKills is how many byte counts the rollback and fsck tests kill
+// at (PISESS_KILL_AFTER_BYTES), evenly spaced over what a run writes.
+const crashTornKills = 20
 
 // crashMaxHits is how many consecutive hits of one failpoint are tried
 // before sampling the rest (crashKills).
@@ -92,6 +97,7 @@ func TestCrashMigrate(t *testing.T) {
 			}
 			tr.checkConverged(t)
 		},
+		doneCode: ExitClean,
 	}
 	named, hits := crashKills(t, pool, sc, crashMaxHits)
 	crashLogHits(t, hits)
@@ -105,8 +111,7 @@ func TestCrashMigrate(t *testing.T) {
 
 	// Torn writes: kill after n bytes, n evenly spaced over what a whole
 	// run writes, enough of them for the issue's 200 kill points.
-	torn := max(60, crashMigrateMinKills-named)
-	total := crashTornWrites(t, pool, sc, torn)
+	torn, total := crashTornWrites(t, pool, sc, max(60, crashMigrateMinKills-named))
 	t.Logf("migrate: %d kill points: %d at named failpoints, %d after n bytes (of about %d a run writes)", named+torn, named, torn, total)
 	if named+torn < crashMigrateMinKills {
 		t.Errorf("only %d kill points, want at least %d", named+torn, crashMigrateMinKills)
@@ -132,11 +137,13 @@ func TestCrashRollback(t *testing.T) {
 		tr.makeStale(t)
 		tr.snapshotSidecars(t)
 		tr.want = tr.digestSkipping(t, crashNotRolledBack)
+	})
+	migrate := func(t *testing.T, tr *crashTree) {
 		rep, out := tr.migrate(t, cid)
 		if out.code != ExitClean || rep.Totals.Migrated != len(tr.sessions)-1 || rep.Totals.Refreshed != 1 {
 			t.Fatalf("migrate before the rollback: %+v\n%s", rep.Totals, out)
 		}
-	})
+	}
 	args := func(tr *crashTree) []string { return []string{"rollback", "--json", "--tree", tr.root, cid} }
 	finished := func(t *testing.T, tr *crashTree, out crashOut, when string) {
 		t.Helper()
@@ -157,19 +164,84 @@ func TestCrashRollback(t *testing.T) {
 		}
 	}
 	sc := crashScenario{
-		args: args,
+		args:    args,
+		prepare: migrate,
 		check: func(t *testing.T, tr *crashTree, p crashPoint) []string {
 			tr.checkAfterKill(t)
 			finished(t, tr, tr.run(t, nil, args(tr)...), "re-run")
 			return nil
 		},
-		done: func(t *testing.T, tr *crashTree, out crashOut) { finished(t, tr, out, "the unkilled run") },
+		done:     func(t *testing.T, tr *crashTree, out crashOut) { finished(t, tr, out, "the unkilled run") },
+		doneCode: ExitClean,
 	}
 	named, hits := crashKills(t, pool, sc, crashMaxHits)
 	crashLogHits(t, hits)
 	crashMustReach(t, hits, "rollback.before-sidecar-quarantine", "rollback.after-sidecar-quarantine",
 		"rollback.before-displaced-restore", "rollback.after-displaced-restore", "rollback.after-rollback-record")
-	t.Logf("rollback: %d kill points at named failpoints", named)
+	torn, total := crashTornWrites(t, pool, sc, crashTornKills)
+	t.Logf("rollback: %d kill points: %d at named failpoints, %d after n bytes (of about %d a run writes)", named+torn, named, torn, total)
+}
+
+// TestCrashMigrateThenRollback kills migrate at the first and the fifth
+// hit (the fifth session is the refreshed one) of every failpoint, then
+// rolls the interrupted run back by its correlation id: the rollback must
+// finish and leave the tree as before the migration, apart from .pisess/,
+// lock files and the run's staging directory (pisess's own partial output,
+// fsck --repair's to quarantine); a second rollback changes nothing.
+func TestCrashMigrateThenRollback(t *testing.T) {
+	bin, base := crashSetup(t)
+	const cid = "run-crash-interrupted"
+	pool := crashPool(t, bin, base, "interrupted", func(tr *crashTree) {
+		tr.makeStale(t)
+		tr.snapshotSidecars(t)
+		tr.want = tr.digestSkipping(t, crashNotRolledBack)
+	})
+	notRolledBack := func(rel string) bool {
+		return crashNotRolledBack(rel) || strings.Contains(rel, ".v2.staging.")
+	}
+	var points []crashPoint
+	for _, name := range durable.KnownFailpoints() {
+		points = append(points, failpointAt(name, 1), failpointAt(name, 5))
+	}
+	var mu sync.Mutex
+	killed := 0
+	crashParallel(pool, points, func(tr *crashTree, p crashPoint) {
+		t.Run(p.name, func(t *testing.T) {
+			tr.reset(t)
+			if out := tr.run(t, p.env, tr.migrateArgs(cid)...); !out.killed {
+				if out.code != ExitClean {
+					t.Errorf("the unkilled migrate: %s", out)
+				}
+				return
+			}
+			mu.Lock()
+			killed++
+			mu.Unlock()
+			tr.checkAfterKill(t)
+			args := []string{"rollback", "--json", "--tree", tr.root, cid}
+			out := tr.run(t, nil, args...)
+			switch {
+			case out.killed:
+				t.Fatalf("an unarmed rollback was killed: %s", out)
+			case out.code == ExitProblems && strings.Contains(out.stdout, `"unknown"`):
+				// Killed before the run recorded anything.
+			case out.code != ExitClean:
+				t.Fatalf("rollback of the interrupted run: %s", out)
+			}
+			tr.checkSources(t, "after the rollback")
+			if d := crashDigestDiff(tr.want, tr.digestSkipping(t, notRolledBack)); len(d) > 0 {
+				t.Errorf("after the rollback the tree differs from before the migration: %v", d)
+			}
+			before := tr.digestSkipping(t, crashIsJournal)
+			if again := tr.run(t, nil, args...); again.code != out.code || strings.Contains(again.stdout, `"changed": true`) {
+				t.Errorf("second rollback: %s", again)
+			}
+			if d := crashDigestDiff(before, tr.digestSkipping(t, crashIsJournal)); len(d) > 0 {
+				t.Errorf("second rollback changed %v", d)
+			}
+		})
+	})
+	t.Logf("migrate then rollback: %d kill points", killed)
 }
 
 // TestCrashFsckRepair damages a migrated tree (an index truncated mid-line,
@@ -242,11 +314,13 @@ func TestCrashFsckRepair(t *testing.T) {
 			}
 			repaired(t, tr, "after the unkilled run")
 		},
+		doneCode: ExitRepaired,
 	}
 	named, hits := crashKills(t, pool, sc, crashMaxHits)
 	crashLogHits(t, hits)
-	t.Logf("fsck --repair: %d kill points at named failpoints", named)
 	if named == 0 {
 		t.Error("no failpoint killed fsck --repair")
 	}
+	torn, total := crashTornWrites(t, pool, sc, crashTornKills)
+	t.Logf("fsck --repair: %d kill points: %d at named failpoints, %d after n bytes (of about %d a run writes)", named+torn, named, torn, total)
 }

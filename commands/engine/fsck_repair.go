@@ -247,7 +247,8 @@ func (tr *treeRun) mendInPlace(ctx context.Context, s discover.Session, fs []Fsc
 	}
 	defer mlock.Unlock()
 
-	for _, f := range has[ActionFinishRollback] {
+	if fs := has[ActionFinishRollback]; len(fs) > 0 {
+		f := fs[0]
 		// The roll-forward rewrites the index and the manifest, marks a
 		// sidecar dirty and consumes the intent: keep them first (the segment bytes it cuts
 		// it keeps itself, as <segment>.tail.bak).
@@ -269,16 +270,15 @@ func (tr *treeRun) mendInPlace(ctx context.Context, s discover.Session, fs []Fsc
 			Detail: "fsck finished the pending rollback to a checkpoint (rolled forward)"}); err != nil {
 			fail(f, err)
 		}
-		break
 	}
 	if rebuilding {
 		return
 	}
-	for _, f := range has[ActionChmod] {
+	// One chmod pass fixes every mode finding; it is charged to the first.
+	if fs := has[ActionChmod]; len(fs) > 0 {
 		if err := tr.fixModes(s, root); err != nil {
-			fail(f, err)
+			fail(fs[0], err)
 		}
-		break
 	}
 	changed := false
 	for _, f := range has[ActionCutTail] {
@@ -305,11 +305,10 @@ func (tr *treeRun) mendInPlace(ctx context.Context, s discover.Session, fs []Fsc
 			}
 		}
 	}
-	for _, f := range has[ActionChown] {
+	if fs := has[ActionChown]; len(fs) > 0 {
 		if err := tr.fixOwner(s, root); err != nil {
-			fail(f, err)
+			fail(fs[0], err)
 		}
-		break
 	}
 }
 

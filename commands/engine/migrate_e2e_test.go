@@ -205,15 +205,21 @@ func TestMigrateDryRun(t *testing.T) {
 }
 
 // TestMigrateDryRunFreshTree: a dry run over a tree pisess never touched
-// leaves no .pisess/ and no lock file behind.
+// leaves no .pisess/ and no lock file behind, and removes the temporary
+// directory it built in.
 func TestMigrateDryRunFreshTree(t *testing.T) {
 	dir := t.TempDir()
+	scratch := t.TempDir()
+	t.Setenv("TMPDIR", scratch)
 	migSession(t, dir, "one", 2)
 	migSession(t, dir, "two", 5)
 	before := fixtures.TreeDigest(t, dir)
 	opt := migOptions(dir)
 	opt.DryRun = true
 	rep := migRun(t, opt)
+	if left, err := os.ReadDir(scratch); err != nil || len(left) > 0 {
+		t.Errorf("the dry run left %v in its temporary directory (%v)", left, err)
+	}
 	if d := migDigestDiff(before, fixtures.TreeDigest(t, dir), nil); len(d) > 0 {
 		t.Errorf("the dry run changed the tree: %v", d)
 	}

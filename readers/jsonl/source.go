@@ -79,7 +79,9 @@ func (s *Source) Close() error { return s.f.Close() }
 
 // Next returns the next entry, in file order, or io.EOF after the last. Any
 // other error is a *readers.RefusedError (class io when the file changed
-// since Open) and is final.
+// since Open) and is final. Whether the file stayed the bytes Open checked
+// is known only at the end: entries are trustworthy once Next has returned
+// io.EOF, and a caller that gets an error instead discards what it built.
 func (s *Source) Next() (readers.Entry, error) {
 	if s.err != nil {
 		return readers.Entry{}, s.err

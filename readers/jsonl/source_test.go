@@ -30,7 +30,9 @@ func msg(id, parent string) string {
 	return `{"type":"message",` + idm + p + `"timestamp":"2025-06-01T00:00:01.000Z","message":{"role":"user","content":"hi ` + id + `","timestamp":1}}`
 }
 
-func session(lines ...string) string { return strings.Join(append([]string{testHeader}, lines...), "\n") + "\n" }
+func session(lines ...string) string {
+	return strings.Join(append([]string{testHeader}, lines...), "\n") + "\n"
+}
 
 // TestRefusedClasses: one real file per problem, refused with its class at
 // its line, with the reference's detail where the reference has one.

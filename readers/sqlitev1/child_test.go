@@ -52,6 +52,8 @@ var referenceSchema = []string{
 //	excl-wal     WAL with locking_mode=EXCLUSIVE: readers are locked out
 //	excl-delete  rollback journal, BEGIN EXCLUSIVE held: readers are locked out
 //	begin-wal    WAL, BEGIN EXCLUSIVE with one uncommitted entry: readers see the committed state
+//	hot-journal  rollback journal, an uncommitted transaction large enough to spill into the
+//	             database file: killed, it leaves a hot journal that a reader must roll back
 func runChild(mode, db, src string) error {
 	ctx := context.Background()
 	d, err := sql.Open("sqlite", db)
@@ -64,7 +66,7 @@ func runChild(mode, db, src string) error {
 		return err
 	}
 	schema := referenceSchema
-	if mode == "excl-delete" {
+	if mode == "excl-delete" || mode == "hot-journal" {
 		schema = append([]string{"PRAGMA journal_mode = DELETE"}, schema[1:]...)
 	}
 	exec := func(q string, args ...any) {
@@ -103,6 +105,14 @@ func runChild(mode, db, src string) error {
 		exec("INSERT INTO pi_session_meta(key, value) VALUES('x', 'y')")
 	case "excl-delete":
 		exec("BEGIN EXCLUSIVE")
+	case "hot-journal":
+		exec("PRAGMA cache_size = 8")
+		exec("BEGIN")
+		exec("UPDATE pi_session_entries SET json = 'overwritten'")
+		big := strings.Repeat("x", 8000)
+		for i := range 400 { // evicts the updated pages into the database file
+			exec("INSERT INTO pi_session_entries(seq, json) VALUES(?, ?)", len(entries)+1+i, big)
+		}
 	case "begin-wal":
 		exec("BEGIN EXCLUSIVE")
 		exec("INSERT INTO pi_session_entries(seq, json) VALUES(?, 'uncommitted')", len(entries)+1)

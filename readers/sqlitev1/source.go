@@ -134,7 +134,7 @@ func (s *Source) Next() (readers.Entry, error) {
 func (s *Source) next() (readers.Entry, error) {
 	ctx := context.Background()
 	if s.rows == nil {
-		rows, err := s.conn.QueryContext(ctx, "SELECT seq, typeof(json), json FROM pi_session_entries ORDER BY seq")
+		rows, err := s.conn.QueryContext(ctx, "SELECT seq, typeof(seq), typeof(json), json FROM pi_session_entries ORDER BY seq")
 		if err != nil {
 			return readers.Entry{}, s.sqlRefusal(0, "read entries", err)
 		}
@@ -321,7 +321,7 @@ func (s *Source) readHeader(ctx context.Context) error {
 // scan is pass 1 over the entries, in seq order: contiguity, then the
 // entry itself, row by row, as the reference's read_stored_entries.
 func (s *Source) scan(ctx context.Context) error {
-	rows, err := s.conn.QueryContext(ctx, "SELECT seq, typeof(json), json FROM pi_session_entries ORDER BY seq")
+	rows, err := s.conn.QueryContext(ctx, "SELECT seq, typeof(seq), typeof(json), json FROM pi_session_entries ORDER BY seq")
 	if err != nil {
 		return s.sqlRefusal(0, "read entries", err)
 	}
@@ -358,12 +358,18 @@ func (s *Source) scan(ctx context.Context) error {
 // the limit.
 func (s *Source) row(rows *sql.Rows) (int64, []byte, error) {
 	var (
-		seq int64
-		typ string
-		js  []byte
+		seqv    any
+		seqType string
+		typ     string
+		js      []byte
+		seq, ok = int64(0), false
 	)
-	if err := rows.Scan(&seq, &typ, &js); err != nil {
+	if err := rows.Scan(&seqv, &seqType, &typ, &js); err != nil {
 		return 0, nil, s.sqlRefusal(s.seq+1, "read entry", err)
+	}
+	if seq, ok = seqv.(int64); !ok || seqType != "integer" {
+		return 0, nil, s.refuse(0, readers.ClassBadSchema, fmt.Sprintf(
+			"SQLite row read failed: entry seq is %s, not an integer", seqType), nil)
 	}
 	if typ != "text" {
 		return seq, nil, s.refuse(seq, readers.ClassBadEntry, "SQLite row read failed: entry json is "+typ+", not text", nil)

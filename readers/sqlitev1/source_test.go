@@ -46,6 +46,18 @@ func TestLiveWriter(t *testing.T) {
 		t.Fatalf("writer left no WAL: %v", err)
 	}
 	before := dirState(t, dir)
+	// The database file alone holds none of the entries: they are all in
+	// the WAL, which the read must see.
+	alone := filepath.Join(t.TempDir(), "alone.sqlite")
+	b, _ := os.ReadFile(db)
+	os.WriteFile(alone, b, 0o600)
+	d := openRaw(t, alone)
+	var n int
+	err := d.QueryRow("SELECT count(*) FROM pi_session_entries").Scan(&n)
+	d.Close()
+	if err == nil && n > 0 {
+		t.Fatalf("the database file already holds %d entries: the WAL is not exercised", n)
+	}
 	got, err := readAll(t, db, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +79,41 @@ func TestHotWAL(t *testing.T) {
 	before := dirState(t, dir)
 	if !strings.Contains(before, "s.sqlite-wal") {
 		t.Fatalf("no hot WAL after the kill:\n%s", before)
+	}
+	got, err := readAll(t, db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEntries(t, got, jsonlEntries(t, branchingSession))
+	if after := dirState(t, dir); after != before {
+		t.Fatalf("directory changed:\n%s\n->\n%s", before, after)
+	}
+}
+
+// TestHotJournal: a rollback-journal writer was killed in the middle of a
+// transaction that had already written into the database file. The
+// committed state is read (the copy rolls the journal back); the original
+// database and its hot journal are left exactly as they were.
+func TestHotJournal(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.sqlite")
+	c := startChild(t, "hot-journal", db, branchingSession)
+	c.kill(t)
+	before := dirState(t, dir)
+	if !strings.Contains(before, "s.sqlite-journal") {
+		t.Fatalf("no hot journal after the kill:\n%s", before)
+	}
+	// Without its journal the database file holds the uncommitted rows:
+	// the rollback is what makes the read right.
+	alone := filepath.Join(t.TempDir(), "alone.sqlite")
+	b, _ := os.ReadFile(db)
+	os.WriteFile(alone, b, 0o600)
+	var n int
+	d := openRaw(t, alone)
+	err := d.QueryRow("SELECT count(*) FROM pi_session_entries WHERE json = 'overwritten'").Scan(&n)
+	d.Close()
+	if err == nil && n == 0 {
+		t.Fatal("the killed transaction did not reach the database file")
 	}
 	got, err := readAll(t, db, Options{})
 	if err != nil {
@@ -183,7 +230,10 @@ func TestRefusals(t *testing.T) {
 		{"header not json", [][2]string{{id, "{"}}, good, readers.ClassBadHeader, 0, "EOF while parsing an object at line 1 column 1"},
 		{"bad entry", [][2]string{{id, header}}, with(func(m map[int64]string) { m[5] = `{"type":"custom_message"}` }),
 			readers.ClassUnknownType, 5, "unknown variant `custom_message`"},
-		{"missing parent", [][2]string{{id, header}}, with(func(m map[int64]string) { delete(m, int64(len(lines))); m[1] = strings.Replace(m[1], `"parentId":null`, `"parentId":"deadbeef"`, 1) }),
+		{"missing parent", [][2]string{{id, header}}, with(func(m map[int64]string) {
+			delete(m, int64(len(lines)))
+			m[1] = strings.Replace(m[1], `"parentId":null`, `"parentId":"deadbeef"`, 1)
+		}),
 			readers.ClassMissingParent, 1, "references missing parent deadbeef"},
 	}
 	for _, c := range cases {

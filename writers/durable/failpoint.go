@@ -64,12 +64,6 @@ func KnownFailpoints() []string {
 	return names
 }
 
-func isRegistered(name string) bool {
-	registry.Lock()
-	defer registry.Unlock()
-	return registry.names[name]
-}
-
 func checkFailpointName(name string) error {
 	bad := fmt.Errorf("durable: failpoint name %q is not <area>.<before|after>-<step>", name)
 	dot := strings.LastIndexByte(name, '.')

@@ -93,3 +93,10 @@ func killSelf(reason string) {
 		time.Sleep(time.Hour) // the signal is on its way
 	}
 }
+
+// isRegistered reports whether name was registered (only armed builds ask).
+func isRegistered(name string) bool {
+	registry.Lock()
+	defer registry.Unlock()
+	return registry.names[name]
+}

@@ -71,7 +71,8 @@ type Writer struct {
 }
 
 // Create makes a new store at dir and returns a Writer for it. dir must not
-// exist or be an empty directory, and may not be (or lie under) a symlink.
+// exist or be an empty directory (its parent must exist), and may not be
+// (or lie under) a symlink.
 // It creates dir, segments/, index/, checkpoints/, migrations/ and tmp/
 // with mode 0700 and an empty store.mutation.lock with mode 0600, whatever
 // the umask. The index and the first segment appear with the first frame

@@ -103,14 +103,7 @@ func parseFrame(line []byte, fast bool) (Frame, error) {
 		start, end int
 	)
 	if fast {
-		start, end, fast = frameEnvelope(body)
-	}
-	if fast {
-		env := make([]byte, 0, len(body)-(end-start)+1)
-		env = append(append(append(env, body[:start]...), '0'), body[end:]...)
-		if v, err = ParseJSON(env, nil); err != nil {
-			fast = false // the full parse below reports the error exactly
-		}
+		v, start, end, fast = decodeFast(body, "payload")
 	}
 	if !fast {
 		v, err = parseDoc(DocFrame, body, func(m TopMember) error {
@@ -144,7 +137,7 @@ func parseFrame(line []byte, fast bool) (Frame, error) {
 	d.check(fmTimestamp, ValidRFC3339(f.Timestamp), "not an RFC 3339 timestamp")
 	f.PayloadSHA256 = d.str(fmPayloadSHA256)
 	f.PayloadBytes = d.u64(fmPayloadBytes)
-	if d.required(fmPayload) {
+	if d.required(fmPayload) && start >= 0 {
 		f.Payload = body[start:end:end]
 	}
 	if err := d.error(); err != nil {

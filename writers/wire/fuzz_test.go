@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -165,4 +166,22 @@ func FuzzSkipValue(f *testing.F) {
 func rawWider(err error) bool {
 	var se *SyntaxError
 	return errors.As(err, &se) && (se.IsSurrogate() || se.Msg == msgRecursionLimit || se.Msg == msgNumberOutOfRange)
+}
+
+// The index-row fast path and the full parse agree on every line.
+func FuzzIndexRowFastPath(f *testing.F) {
+	seedLines(f, "index/offsets.jsonl", 100)
+	f.Add([]byte(sampleRow))
+	f.Add([]byte(strings.Replace(sampleRow, `"entrySeq":2`, `"entrySeq":2.0`, 1)))
+	f.Add([]byte(strings.Replace(sampleRow, `"entryId":"b2c3d4e5"`, `"entryId":"b2c3\u0064e5"`, 1)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > maxFuzzInput {
+			return
+		}
+		fast, ferr := parseIndexRow(b, true)
+		slow, serr := parseIndexRow(b, false)
+		if (ferr == nil) != (serr == nil) || fast != slow || (ferr != nil && ferr.Error() != serr.Error()) {
+			t.Fatalf("fast and slow differ for %s:\n fast %+v %v\n slow %+v %v", b, fast, ferr, slow, serr)
+		}
+	})
 }

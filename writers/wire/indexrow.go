@@ -59,14 +59,22 @@ func AppendIndexRow(dst []byte, r IndexRow) []byte {
 // the reference's row validation does: schema, state "active", positive
 // entrySeq, segmentSeq, frameSeq and byteLength, byteLength within
 // MaxFrameBytes, entry-id pattern, upper-case CRC.
-func ParseIndexRow(line []byte) (IndexRow, error) {
+func ParseIndexRow(line []byte) (IndexRow, error) { return parseIndexRow(line, true) }
+
+// parseIndexRow is ParseIndexRow with the fast path (rawscan.go) on or off.
+func parseIndexRow(line []byte, fast bool) (IndexRow, error) {
 	body, err := lineBody(DocIndexRow, line, MaxFrameBytes)
 	if err != nil {
 		return IndexRow{}, err
 	}
-	v, err := parseDoc(DocIndexRow, body, nil)
-	if err != nil {
-		return IndexRow{}, err
+	var v Value
+	if fast {
+		v, _, _, fast = decodeFast(body, "")
+	}
+	if !fast {
+		if v, err = parseDoc(DocIndexRow, body, nil); err != nil {
+			return IndexRow{}, err
+		}
 	}
 	d := decodeObject(DocIndexRow, "", v, indexRowNames, false)
 	d.check(irSchema, d.str(irSchema) == SchemaIndexRow, "unsupported schema")

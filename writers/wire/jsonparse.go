@@ -119,54 +119,85 @@ func ParseJSON(b []byte, hook TopLevelHook) (Value, error) {
 }
 
 // ParseJSONEnd is ParseJSON that also returns the byte index just after the
-// top-level value (before trailing whitespace).
+// top-level value (before trailing whitespace). The containers of the value
+// share two blocks (one of members, one of items), each slice cut to its
+// length: keeping any one of them keeps the blocks.
 func ParseJSONEnd(b []byte, hook TopLevelHook) (Value, int, error) {
-	return parseJSON(b, hook, false)
-}
-
-// ParseJSONShared is ParseJSONEnd for a value that lives no longer than the
-// text it came from: its strings are not copied one by one but share a
-// single copy of b (only strings with escapes get their own). It is the
-// cheaper read when the whole value is dropped at once; the caveat is that
-// keeping any one string of it keeps all of b's copy alive, so a caller
-// that keeps a string beyond the value should clone it.
-func ParseJSONShared(b []byte, hook TopLevelHook) (Value, int, error) {
-	return parseJSON(b, hook, true)
-}
-
-func parseJSON(b []byte, hook TopLevelHook, share bool) (Value, int, error) {
-	p := parser{b: b, depth: recursionLimit, hook: hook}
-	if share {
-		p.s = string(b)
+	var th TapeHook
+	if hook != nil {
+		th = func(t *Tape, m TapeMember) error {
+			return hook(TopMember{Key: t.Str(m.Key), KeyEnd: m.KeyEnd, Value: t.Value(m.Value),
+				ValueStart: m.ValueStart, ValueEnd: m.ValueEnd})
+		}
 	}
-	v, err := p.value(true)
+	t, err := ParseTape(b, th)
+	if err == nil {
+		err = t.Trailing()
+	}
 	if err != nil {
 		return Value{}, 0, err
 	}
-	end := p.i
+	return t.Value(0), t.End(), nil
+}
+
+// TapeMember is one completed member of the top-level object of a tape
+// being read: the nodes of its key and value, and where they end and start.
+type TapeMember struct {
+	Key        int
+	KeyEnd     int // just after the key's closing quote
+	Value      int
+	ValueStart int
+	ValueEnd   int // just after the value
+}
+
+// TapeHook is TopLevelHook for ParseTape: it sees each top-level member as
+// soon as it has been read, and an error (a *HookError to position it)
+// stops the read.
+type TapeHook func(t *Tape, m TapeMember) error
+
+// ParseTape reads the JSON value at the start of b as ParseJSON does, with
+// the same errors, into a new Tape (see Tape.Parse).
+func ParseTape(b []byte, hook TapeHook) (*Tape, error) {
+	t := new(Tape)
+	if err := t.Parse(b, hook); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Parse reads the JSON value at the start of b into t, reusing t's
+// storage (what t held before is gone). It does not look at what follows
+// the value: the reference looks for trailing characters only after it has
+// used the value, so that check is Trailing, a separate step. t reads b in
+// place: b must not change while t is in use.
+func (t *Tape) Parse(b []byte, hook TapeHook) error {
+	*t = Tape{text: b, nodes: t.nodes[:0], unesc: t.unesc[:0]}
+	p := parser{b: b, depth: recursionLimit, t: t, hook: hook}
+	if err := p.value(true); err != nil {
+		return err
+	}
+	t.end = p.i
+	return nil
+}
+
+// Trailing returns serde_json's "trailing characters" error when anything
+// but white space follows the value, else nil.
+func (t *Tape) Trailing() error {
+	p := parser{b: t.text, i: t.end}
 	p.skipWS()
 	if p.i < len(p.b) {
-		return Value{}, 0, p.peekErr(msgTrailingChars)
+		return p.peekErr(msgTrailingChars)
 	}
-	return v, end, nil
+	return nil
 }
 
 type parser struct {
 	b     []byte
-	s     string // b as a string when strings are shared, else ""
 	i     int
 	depth int
-	hook  TopLevelHook
-	esc   []byte // scratch for unescaping a string
+	t     *Tape
+	hook  TapeHook
 }
-
-// smallContainer is how many items a container gathers in its reader's own
-// stack frame before they spill to the heap. Items are gathered first and
-// copied into a slice of exactly their number once the container is
-// closed: one allocation per container, none for growing it, and no spare
-// capacity that a caller's append could write into behind another value's
-// back. Most objects of a session have fewer members than this.
-const smallContainer = 16
 
 func (p *parser) errAt(msg string, i int) *SyntaxError {
 	line, col := Position(p.b, i)
@@ -196,63 +227,71 @@ func (p *parser) skipWS() {
 	}
 }
 
-func (p *parser) value(top bool) (Value, error) {
+// leaf appends a node that has no items.
+func (p *parser) leaf(n node) {
+	n.next = len(p.t.nodes) + 1
+	p.t.nodes = append(p.t.nodes, n)
+}
+
+func (p *parser) value(top bool) error {
 	p.skipWS()
 	if p.i >= len(p.b) {
-		return Value{}, p.peekErr(msgEOFValue)
+		return p.peekErr(msgEOFValue)
 	}
 	switch c := p.b[p.i]; {
 	case c == 'n':
 		p.i++
 		if err := p.ident("ull"); err != nil {
-			return Value{}, err
+			return err
 		}
-		return Null(), nil
+		p.leaf(node{kind: KindNull})
 	case c == 't':
 		p.i++
 		if err := p.ident("rue"); err != nil {
-			return Value{}, err
+			return err
 		}
-		return Bool(true), nil
+		p.leaf(node{kind: KindBool, x: 1})
 	case c == 'f':
 		p.i++
 		if err := p.ident("alse"); err != nil {
-			return Value{}, err
+			return err
 		}
-		return Bool(false), nil
-	case c == '-':
-		p.i++
-		return p.number(false)
-	case c >= '0' && c <= '9':
-		return p.number(true)
+		p.leaf(node{kind: KindBool})
+	case c == '-' || c >= '0' && c <= '9':
+		positive := c != '-'
+		if !positive {
+			p.i++
+		}
+		n, err := p.number(positive)
+		if err != nil {
+			return err
+		}
+		p.leaf(numberNode(n))
 	case c == '"':
 		p.i++
-		s, err := p.str()
-		if err != nil {
-			return Value{}, err
-		}
-		return String(s), nil
+		return p.str()
 	case c == '[':
 		p.depth--
 		if p.depth == 0 {
-			return Value{}, p.peekErr(msgRecursionLimit)
+			return p.peekErr(msgRecursionLimit)
 		}
 		p.i++
-		v, err := p.array()
+		err := p.array()
 		p.depth++
-		return v, err
+		return err
 	case c == '{':
 		p.depth--
 		if p.depth == 0 {
-			return Value{}, p.peekErr(msgRecursionLimit)
+			return p.peekErr(msgRecursionLimit)
 		}
 		p.i++
-		v, err := p.object(top)
+		err := p.object(top)
 		p.depth++
-		return v, err
+		return err
 	default:
-		return Value{}, p.peekErr(msgExpectedValue)
+		return p.peekErr(msgExpectedValue)
 	}
+	return nil
 }
 
 func (p *parser) ident(rest string) error {
@@ -269,147 +308,157 @@ func (p *parser) ident(rest string) error {
 	return nil
 }
 
-func (p *parser) array() (Value, error) {
-	var small [smallContainer]Value
-	items := small[:0]
-	first := true
+// open appends a container's node; closeAt completes it once its items
+// follow it.
+func (p *parser) open(k Kind) int {
+	p.t.nodes = append(p.t.nodes, node{kind: k})
+	return len(p.t.nodes) - 1
+}
+
+func (p *parser) closeAt(at int, items int) {
+	n := &p.t.nodes[at]
+	n.x = uint64(items)
+	n.next = len(p.t.nodes)
+}
+
+func (p *parser) array() error {
+	at := p.open(KindArray)
+	items := 0
 	for {
 		p.skipWS()
 		if p.i >= len(p.b) {
-			return Value{}, p.peekErr(msgEOFList)
+			return p.peekErr(msgEOFList)
 		}
 		c := p.b[p.i]
 		if c == ']' {
 			p.i++
-			return Value{Kind: KindArray, Arr: append(make([]Value, 0, len(items)), items...)}, nil
+			p.closeAt(at, items)
+			return nil
 		}
-		if c == ',' && !first {
+		if c == ',' && items > 0 {
 			p.i++
 			p.skipWS()
 			if p.i >= len(p.b) {
-				return Value{}, p.peekErr(msgEOFValue)
+				return p.peekErr(msgEOFValue)
 			}
 			if p.b[p.i] == ']' {
-				return Value{}, p.peekErr(msgTrailingComma)
+				return p.peekErr(msgTrailingComma)
 			}
-		} else if !first {
-			return Value{}, p.peekErr(msgExpectedListEnd)
+		} else if items > 0 {
+			return p.peekErr(msgExpectedListEnd)
 		}
-		first = false
-		item, err := p.value(false)
-		if err != nil {
-			return Value{}, err
+		if err := p.value(false); err != nil {
+			return err
 		}
-		items = append(items, item)
+		items++
 	}
 }
 
-func (p *parser) object(top bool) (Value, error) {
-	var small [smallContainer]Member
-	members := small[:0]
-	first := true
+func (p *parser) object(top bool) error {
+	at := p.open(KindObject)
+	members := 0
 	for {
 		p.skipWS()
 		if p.i >= len(p.b) {
-			return Value{}, p.peekErr(msgEOFObject)
+			return p.peekErr(msgEOFObject)
 		}
 		c := p.b[p.i]
 		if c == '}' {
 			p.i++
-			return Value{Kind: KindObject, Obj: append(make([]Member, 0, len(members)), members...)}, nil
+			p.closeAt(at, members)
+			return nil
 		}
-		if c == ',' && !first {
+		if c == ',' && members > 0 {
 			p.i++
 			p.skipWS()
 			if p.i >= len(p.b) {
-				return Value{}, p.peekErr(msgEOFValue)
+				return p.peekErr(msgEOFValue)
 			}
 			c = p.b[p.i]
-		} else if !first {
-			return Value{}, p.peekErr(msgExpectedObjectEnd)
+		} else if members > 0 {
+			return p.peekErr(msgExpectedObjectEnd)
 		}
-		first = false
 		switch c {
 		case '"':
 		case '}':
-			return Value{}, p.peekErr(msgTrailingComma)
+			return p.peekErr(msgTrailingComma)
 		default:
-			return Value{}, p.peekErr(msgKeyMustBeString)
+			return p.peekErr(msgKeyMustBeString)
 		}
 		p.i++
-		key, err := p.str()
-		if err != nil {
-			return Value{}, err
+		key := len(p.t.nodes)
+		if err := p.str(); err != nil {
+			return err
 		}
 		keyEnd := p.i
 		p.skipWS()
 		if p.i >= len(p.b) {
-			return Value{}, p.peekErr(msgEOFObject)
+			return p.peekErr(msgEOFObject)
 		}
 		if p.b[p.i] != ':' {
-			return Value{}, p.peekErr(msgExpectedColon)
+			return p.peekErr(msgExpectedColon)
 		}
 		p.i++
 		p.skipWS()
 		start := p.i
-		val, err := p.value(false)
-		if err != nil {
-			return Value{}, err
+		if err := p.value(false); err != nil {
+			return err
 		}
+		members++
 		if top && p.hook != nil {
-			if err := p.hook(TopMember{Key: key, KeyEnd: keyEnd, Value: val, ValueStart: start, ValueEnd: p.i}); err != nil {
+			m := TapeMember{Key: key, KeyEnd: keyEnd, Value: key + 1, ValueStart: start, ValueEnd: p.i}
+			if err := p.hook(p.t, m); err != nil {
 				if he, ok := err.(*HookError); ok {
-					return Value{}, p.errAt(he.Msg, he.At)
+					return p.errAt(he.Msg, he.At)
 				}
-				return Value{}, err
+				return err
 			}
 		}
-		members = append(members, Member{Key: key, Value: val})
 	}
 }
 
-// str reads a string body after its opening quote.
-func (p *parser) str() (string, error) {
+// str reads a string body after its opening quote and appends its node.
+// A string without escapes is its text; one with escapes is unescaped into
+// the tape's own buffer.
+func (p *parser) str() error {
 	start := p.i
 	p.i = plainRun(p.b, p.i)
 	if p.i < len(p.b) && p.b[p.i] == '"' {
-		// No escape: the string is the text itself.
-		raw := p.b[start:p.i]
 		p.i++
-		if !utf8.Valid(raw) {
-			return "", p.err(msgInvalidUTF8)
+		if !utf8.Valid(p.b[start : p.i-1]) {
+			return p.err(msgInvalidUTF8)
 		}
-		if p.s != "" {
-			return p.s[start : p.i-1], nil
-		}
-		return string(raw), nil
+		p.leaf(node{kind: KindString, start: start, end: p.i - 1})
+		return nil
 	}
-	buf := p.esc[:0]
+	buf := p.t.unesc
+	ustart := len(buf)
 	for {
 		p.i = plainRun(p.b, p.i)
 		if p.i >= len(p.b) {
-			return "", p.err(msgEOFString)
+			return p.err(msgEOFString)
 		}
 		switch c := p.b[p.i]; c {
 		case '"':
 			buf = append(buf, p.b[start:p.i]...)
-			p.esc = buf
+			p.t.unesc = buf
 			p.i++
-			if !utf8.Valid(buf) {
-				return "", p.err(msgInvalidUTF8)
+			if !utf8.Valid(buf[ustart:]) {
+				return p.err(msgInvalidUTF8)
 			}
-			return string(buf), nil
+			p.leaf(node{kind: KindString, esc: true, start: ustart, end: len(buf)})
+			return nil
 		case '\\':
 			buf = append(buf, p.b[start:p.i]...)
 			p.i++
 			var err error
 			if buf, err = p.escape(buf); err != nil {
-				return "", err
+				return err
 			}
 			start = p.i
 		default:
 			p.i++
-			return "", p.err(msgControlChar)
+			return p.err(msgControlChar)
 		}
 	}
 }
@@ -543,13 +592,13 @@ func (p *parser) peekByte() byte {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // number parses after an optional '-' (positive false when it was there).
-func (p *parser) number(positive bool) (Value, error) {
+func (p *parser) number(positive bool) (Number, error) {
 	numStart := p.i
 	if !positive {
 		numStart--
 	}
 	if p.i >= len(p.b) {
-		return Value{}, p.err(msgEOFValue)
+		return Number{}, p.err(msgEOFValue)
 	}
 	c := p.b[p.i]
 	p.i++
@@ -557,7 +606,7 @@ func (p *parser) number(positive bool) (Value, error) {
 	switch {
 	case c == '0':
 		if isDigit(p.peekByte()) {
-			return Value{}, p.peekErr(msgInvalidNumber)
+			return Number{}, p.peekErr(msgInvalidNumber)
 		}
 	case c >= '1' && c <= '9':
 		sig = uint64(c - '0')
@@ -570,7 +619,7 @@ func (p *parser) number(positive bool) (Value, error) {
 			sig = sig*10 + d
 		}
 	default:
-		return Value{}, p.err(msgInvalidNumber)
+		return Number{}, p.err(msgInvalidNumber)
 	}
 	switch p.peekByte() {
 	case '.':
@@ -579,12 +628,12 @@ func (p *parser) number(positive bool) (Value, error) {
 		return p.exponent(positive, sig, 0, numStart)
 	}
 	if positive {
-		return U64(sig), nil
+		return Number{Kind: NumU64, U: sig}, nil
 	}
 	if sig == 0 || sig > 1<<63 {
-		return F64(-float64(sig)), nil
+		return f64(-float64(sig)), nil
 	}
-	return Value{Kind: KindNumber, Num: Number{Kind: NumI64, I: int64(-sig)}}, nil
+	return Number{Kind: NumI64, I: int64(-sig)}, nil
 }
 
 func overflowU64(sig, d uint64) bool {
@@ -592,7 +641,7 @@ func overflowU64(sig, d uint64) bool {
 	return sig >= max/10 && (sig > max/10 || d > max%10)
 }
 
-func (p *parser) longInteger(positive bool, sig uint64, numStart int) (Value, error) {
+func (p *parser) longInteger(positive bool, sig uint64, numStart int) (Number, error) {
 	exp := 0
 	for isDigit(p.peekByte()) {
 		p.i++
@@ -607,7 +656,7 @@ func (p *parser) longInteger(positive bool, sig uint64, numStart int) (Value, er
 	return p.float(positive, sig, exp, numStart)
 }
 
-func (p *parser) decimal(positive bool, sig uint64, expBefore int, numStart int) (Value, error) {
+func (p *parser) decimal(positive bool, sig uint64, expBefore int, numStart int) (Number, error) {
 	p.i++ // '.'
 	expAfter := 0
 	for isDigit(p.peekByte()) {
@@ -628,9 +677,9 @@ func (p *parser) decimal(positive bool, sig uint64, expBefore int, numStart int)
 	}
 	if expAfter == 0 {
 		if p.i < len(p.b) {
-			return Value{}, p.peekErr(msgInvalidNumber)
+			return Number{}, p.peekErr(msgInvalidNumber)
 		}
-		return Value{}, p.peekErr(msgEOFValue)
+		return Number{}, p.peekErr(msgEOFValue)
 	}
 	if c := p.peekByte(); c == 'e' || c == 'E' {
 		return p.exponent(positive, sig, expBefore+expAfter, numStart)
@@ -638,7 +687,7 @@ func (p *parser) decimal(positive bool, sig uint64, expBefore int, numStart int)
 	return p.float(positive, sig, expBefore+expAfter, numStart)
 }
 
-func (p *parser) exponent(positive bool, sig uint64, startExp int, numStart int) (Value, error) {
+func (p *parser) exponent(positive bool, sig uint64, startExp int, numStart int) (Number, error) {
 	p.i++ // 'e'
 	positiveExp := true
 	switch p.peekByte() {
@@ -649,12 +698,12 @@ func (p *parser) exponent(positive bool, sig uint64, startExp int, numStart int)
 		positiveExp = false
 	}
 	if p.i >= len(p.b) {
-		return Value{}, p.err(msgEOFValue)
+		return Number{}, p.err(msgEOFValue)
 	}
 	c := p.b[p.i]
 	p.i++
 	if !isDigit(c) {
-		return Value{}, p.err(msgInvalidNumber)
+		return Number{}, p.err(msgInvalidNumber)
 	}
 	exp := int32(c - '0')
 	for isDigit(p.peekByte()) {
@@ -662,15 +711,15 @@ func (p *parser) exponent(positive bool, sig uint64, startExp int, numStart int)
 		p.i++
 		if exp >= math.MaxInt32/10 && (exp > math.MaxInt32/10 || d > math.MaxInt32%10) {
 			if sig != 0 && positiveExp {
-				return Value{}, p.err(msgNumberOutOfRange)
+				return Number{}, p.err(msgNumberOutOfRange)
 			}
 			for isDigit(p.peekByte()) {
 				p.i++
 			}
 			if positive {
-				return F64(0), nil
+				return f64(0), nil
 			}
-			return F64(math.Copysign(0, -1)), nil
+			return f64(math.Copysign(0, -1)), nil
 		}
 		exp = exp*10 + d
 	}
@@ -689,27 +738,27 @@ func (p *parser) exponent(positive bool, sig uint64, startExp int, numStart int)
 }
 
 // float builds the f64 the reference gets for digits b[numStart:p.i].
-func (p *parser) float(positive bool, sig uint64, exp int, numStart int) (Value, error) {
+func (p *parser) float(positive bool, sig uint64, exp int, numStart int) (Number, error) {
 	var f float64
 	if exactFloatParsing {
 		var err error
 		f, err = strconv.ParseFloat(string(p.b[numStart:p.i]), 64)
 		if err != nil || math.IsInf(f, 0) {
 			if math.IsInf(f, 0) {
-				return Value{}, p.err(msgNumberOutOfRange)
+				return Number{}, p.err(msgNumberOutOfRange)
 			}
-			return Value{}, p.err(msgInvalidNumber)
+			return Number{}, p.err(msgInvalidNumber)
 		}
-		return F64(f), nil
+		return f64(f), nil
 	}
 	f, ok := serdeFloatFromParts(sig, exp)
 	if !ok {
-		return Value{}, p.err(msgNumberOutOfRange)
+		return Number{}, p.err(msgNumberOutOfRange)
 	}
 	if !positive {
 		f = -f
 	}
-	return F64(f), nil
+	return f64(f), nil
 }
 
 // exactFloatParsing selects correctly rounded decimal → binary conversion
@@ -757,3 +806,5 @@ func serdeFloatFromParts(sig uint64, exp int) (float64, bool) {
 		exp += 308
 	}
 }
+
+func f64(f float64) Number { return Number{Kind: NumF64, F: f} }

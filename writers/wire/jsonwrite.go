@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"math"
 	"slices"
 	"strconv"
@@ -14,10 +15,12 @@ import (
 const hexDigits = "0123456789abcdef"
 
 // AppendString appends s as a JSON string literal.
-func AppendString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
+func appendString[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
-	for i := plainRunString(s, 0); i < len(s); i = plainRunString(s, i+1) {
+	for i := plainRunOf(s, 0); i < len(s); i = plainRunOf(s, i+1) {
 		c := s[i]
 		dst = append(dst, s[start:i]...)
 		switch c {
@@ -44,9 +47,9 @@ func AppendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// plainRunString is plainRun (jsonparse.go) for a string: the bytes it
+// plainRunOf is plainRun (jsonparse.go) for a string too: the bytes it
 // skips are exactly those written unescaped.
-func plainRunString(s string, i int) int {
+func plainRunOf[S string | []byte](s S, i int) int {
 	for ; i+8 <= len(s); i += 8 {
 		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
@@ -184,7 +187,7 @@ func AppendCompact(dst []byte, v Value) []byte {
 // BTreeMap without preserve_order) holds them. v is left as it was.
 func SortKeys(v Value) Value {
 	v = deepCopy(v)
-	SortKeysInPlace(&v)
+	sortKeysInPlace(&v)
 	return v
 }
 
@@ -206,19 +209,18 @@ func deepCopy(v Value) Value {
 	return v
 }
 
-// SortKeysInPlace is SortKeys on v's own storage: each object's members
-// are sorted where they are and its duplicates dropped (v.Obj is shortened;
-// nothing is allocated for objects of up to 32 members). It is for a value
-// nobody else shares slices with, such as one just parsed.
-func SortKeysInPlace(v *Value) {
+// sortKeysInPlace is SortKeys on v's own storage: each object's members
+// are sorted where they are and its duplicates dropped (v.Obj is
+// shortened).
+func sortKeysInPlace(v *Value) {
 	switch v.Kind {
 	case KindArray:
 		for i := range v.Arr {
-			SortKeysInPlace(&v.Arr[i])
+			sortKeysInPlace(&v.Arr[i])
 		}
 	case KindObject:
 		for i := range v.Obj {
-			SortKeysInPlace(&v.Obj[i].Value)
+			sortKeysInPlace(&v.Obj[i].Value)
 		}
 		if !keysAscending(v.Obj) {
 			v.Obj = dedupSorted(sortMembers(v.Obj))
@@ -351,6 +353,98 @@ func sortOrder(order []int32, obj []Member) {
 			order[j] = order[j-1]
 		}
 		order[j] = x
+	}
+}
+
+// AppendCanonical appends node i's value as AppendCanonical appends a
+// Value: compact, keys sorted at every depth, the last of duplicate keys
+// winning. A string without escapes is copied as it was read: it holds no
+// byte that needs escaping.
+func (t *Tape) AppendCanonical(dst []byte, i int) []byte {
+	n := &t.nodes[i]
+	switch n.kind {
+	case KindNull:
+		return append(dst, "null"...)
+	case KindBool:
+		if n.x != 0 {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
+	case KindNumber:
+		return AppendNumber(dst, t.Number(i))
+	case KindString:
+		return t.AppendString(dst, i)
+	case KindArray:
+		dst = append(dst, '[')
+		for j, k := i+1, 0; k < int(n.x); j, k = t.nodes[j].next, k+1 {
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			dst = t.AppendCanonical(dst, j)
+		}
+		return append(dst, ']')
+	}
+	return t.appendCanonicalObject(dst, i)
+}
+
+// AppendString appends string node i as a JSON string literal.
+func (t *Tape) AppendString(dst []byte, i int) []byte {
+	n := &t.nodes[i]
+	if n.esc {
+		return appendString(dst, t.unesc[n.start:n.end])
+	}
+	dst = append(dst, '"')
+	dst = append(dst, t.text[n.start:n.end]...)
+	return append(dst, '"')
+}
+
+func (t *Tape) appendCanonicalObject(dst []byte, i int) []byte {
+	var small [32]int
+	keys := small[:0]
+	if n := t.Len(i); n > len(small) {
+		keys = make([]int, 0, n)
+	}
+	sorted := true
+	for j, k := i+1, 0; k < t.Len(i); j, k = t.nodes[j+1].next, k+1 {
+		if len(keys) > 0 && string(t.StrBytes(keys[len(keys)-1])) >= string(t.StrBytes(j)) {
+			sorted = false
+		}
+		keys = append(keys, j)
+	}
+	if !sorted {
+		t.sortKeys(keys)
+	}
+	dst = append(dst, '{')
+	first := true
+	for k, j := range keys {
+		if k+1 < len(keys) && string(t.StrBytes(keys[k+1])) == string(t.StrBytes(j)) {
+			continue // a later duplicate wins
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = t.AppendString(dst, j)
+		dst = append(dst, ':')
+		dst = t.AppendCanonical(dst, j+1)
+	}
+	return append(dst, '}')
+}
+
+// sortKeys sorts key nodes by their strings, stably (see sortMembers).
+func (t *Tape) sortKeys(keys []int) {
+	less := func(a, b int) bool { return string(t.StrBytes(a)) < string(t.StrBytes(b)) }
+	if len(keys) > 32 {
+		slices.SortStableFunc(keys, func(a, b int) int { return bytes.Compare(t.StrBytes(a), t.StrBytes(b)) })
+		return
+	}
+	for i := 1; i < len(keys); i++ {
+		x := keys[i]
+		j := i
+		for ; j > 0 && less(x, keys[j-1]); j-- {
+			keys[j] = keys[j-1]
+		}
+		keys[j] = x
 	}
 }
 

@@ -5,76 +5,142 @@ import "unicode/utf8"
 // A frame's payload is a serde RawValue in the reference: its reader does
 // not build the payload, it only checks its syntax (serde_json's
 // ignore_value) and that the bytes are UTF-8. Building a Value tree for
-// every payload would make verification allocation-bound, so ParseFrame
-// first walks the frame with the syntax checker below, takes the payload's
-// span from that walk, and gives the parser only the small envelope (the
-// frame with its payload replaced by 0). Whenever the walk meets anything
-// it does not handle (a syntax error, an escaped member name, a repeated
-// payload member) ParseFrame falls back to parsing the whole line, so the
-// errors are the parser's and the walk can only ever make acceptance
-// faster, never wider, except where serde's ignore_value is itself wider
-// than a full parse: a lone surrogate escape, a number beyond f64 (1e700)
+// every payload, and a general one for every envelope and index row, would
+// make verification allocation-bound, so ParseFrame and ParseIndexRow first
+// walk the line with the syntax checker below, take the payload's span from
+// that walk, and build the few flat members directly (decodeFast).
+// Whenever the walk meets anything it does not handle (a syntax error, an
+// escaped member name, a repeated payload member) they fall back to parsing
+// the whole line, so the errors are the parser's and the walk can only
+// ever make acceptance faster, never wider, except where serde's
+// ignore_value is itself wider than a full parse: a lone surrogate escape, a number beyond f64 (1e700)
 // and nesting deeper than the parser's recursion limit are accepted inside
 // a payload, as the reference accepts them there. A differential fuzz test keeps the two in step.
 
-// frameEnvelope finds the top-level "payload" member of a frame body and
-// returns its value's span, or ok false when the fast path does not apply.
-func frameEnvelope(b []byte) (start, end int, ok bool) {
+// rawMember is one member of a top-level object: its key (as written, no
+// escapes) and its value's span.
+type rawMember struct {
+	key        []byte
+	start, end int
+}
+
+// scanObject walks a top-level object and returns its members' spans, or
+// ok false when the fast path does not apply (a syntax error, a key with an
+// escape, a value that is not UTF-8).
+func scanObject(b []byte, members []rawMember) ([]rawMember, bool) {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return 0, 0, false
+		return nil, false
 	}
 	i = skipWS(b, i+1)
-	found := false
 	for i < len(b) && b[i] != '}' {
 		if b[i] != '"' {
-			return 0, 0, false
+			return nil, false
 		}
 		ks := i + 1
 		var good bool
 		if i, good = skipString(b, ks); !good {
-			return 0, 0, false
+			return nil, false
 		}
 		key := b[ks : i-1]
 		for _, c := range key {
 			if c == '\\' {
-				return 0, 0, false
+				return nil, false
 			}
 		}
 		i = skipWS(b, i)
 		if i >= len(b) || b[i] != ':' {
-			return 0, 0, false
+			return nil, false
 		}
 		i = skipWS(b, i+1)
 		vs := i
 		if i, good = skipValue(b, i); !good {
-			return 0, 0, false
+			return nil, false
 		}
-		if string(key) == "payload" {
-			if found {
-				return 0, 0, false
-			}
-			found, start, end = true, vs, i
-		}
+		members = append(members, rawMember{key: key, start: vs, end: i})
 		i = skipWS(b, i)
 		switch {
 		case i < len(b) && b[i] == ',':
 			i = skipWS(b, i+1)
 			if i >= len(b) || b[i] != '"' {
-				return 0, 0, false
+				return nil, false
 			}
 		case i < len(b) && b[i] == '}':
 		default:
-			return 0, 0, false
+			return nil, false
 		}
 	}
-	if i >= len(b) || !found {
-		return 0, 0, false
+	if i >= len(b) || skipWS(b, i+1) != len(b) || !utf8.Valid(b) {
+		return nil, false
 	}
-	if skipWS(b, i+1) != len(b) || !utf8.Valid(b[start:end]) {
-		return 0, 0, false
+	return members, true
+}
+
+// decodeFast builds the Value ParseJSON would build for a flat top-level
+// object from scanObject's spans: plain strings, unsigned integers and
+// literals directly, anything else (an escape, a sign, a fraction, a
+// container) through ParseJSON of that value alone. The member named raw
+// is not built: its span is returned (start -1 when absent) and its value
+// is a placeholder. ok is false when the fast path does not apply.
+func decodeFast(b []byte, raw string) (v Value, start, end int, ok bool) {
+	var buf [12]rawMember
+	members, ok := scanObject(b, buf[:0])
+	if !ok {
+		return Value{}, 0, 0, false
 	}
-	return start, end, true
+	start, end = -1, -1
+	obj := make([]Member, len(members))
+	for k, m := range members {
+		obj[k].Key = string(m.key)
+		if raw != "" && obj[k].Key == raw {
+			if start >= 0 {
+				return Value{}, 0, 0, false // a repeated raw member: let the full parse refuse it
+			}
+			start, end = m.start, m.end
+			obj[k].Value = U64(0)
+			continue
+		}
+		if obj[k].Value, ok = flatValue(b[m.start:m.end]); !ok {
+			return Value{}, 0, 0, false
+		}
+	}
+	return Value{Kind: KindObject, Obj: obj}, start, end, true
+}
+
+// flatValue is ParseJSON of one checked value, short-cut for the common
+// shapes.
+func flatValue(b []byte) (Value, bool) {
+	switch c := b[0]; {
+	case c == '"':
+		s := b[1 : len(b)-1]
+		for _, c := range s {
+			if c == '\\' {
+				return fullValue(b)
+			}
+		}
+		return String(string(s)), true // UTF-8 checked by scanObject
+	case c == 't':
+		return Bool(true), true
+	case c == 'f':
+		return Bool(false), true
+	case c == 'n':
+		return Null(), true
+	case c >= '0' && c <= '9':
+		var n uint64
+		for _, d := range b {
+			if d < '0' || d > '9' || n > (1<<64-1-uint64(d-'0'))/10 {
+				return fullValue(b)
+			}
+			n = n*10 + uint64(d-'0')
+		}
+		return U64(n), true
+	}
+	return fullValue(b)
+}
+
+func fullValue(b []byte) (Value, bool) {
+	v, err := ParseJSON(b, nil)
+	return v, err == nil
 }
 
 func skipWS(b []byte, i int) int {

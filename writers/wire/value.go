@@ -1,5 +1,7 @@
 package wire
 
+import "math"
+
 // Kind is the JSON type of a Value.
 type Kind uint8
 
@@ -94,4 +96,142 @@ func (v Value) Get(key string) (Value, bool) {
 		}
 	}
 	return Value{}, false
+}
+
+// Tape is a JSON value read by ParseTape, held as a flat list of nodes in
+// document order: a container's node comes first, then its items (for an
+// object, each member's key, a string node, then the member's value). A
+// node holds no pointer, so a whole document is a couple of allocations
+// the garbage collector need not scan, where a Value tree is one per
+// container and string. Node 0 is the value read; nodes are named by their
+// index.
+type Tape struct {
+	text  []byte // what was read, in place
+	end   int    // just after the value in text
+	nodes []node
+	unesc []byte // the contents of strings with escapes, unescaped
+}
+
+type node struct {
+	kind Kind
+	num  NumKind // numbers: how x holds the number
+	esc  bool    // strings: the content is unesc[start:end], else text[start:end]
+	// start and end span a string's content.
+	start, end int
+	// x is a container's number of items, a boolean's 1 or 0, a number's
+	// u64, i64 or f64 bits.
+	x uint64
+	// next is the node after this value and its items.
+	next int
+}
+
+func numberNode(n Number) node {
+	x := n.U
+	switch n.Kind {
+	case NumI64:
+		x = uint64(n.I)
+	case NumF64:
+		x = math.Float64bits(n.F)
+	}
+	return node{kind: KindNumber, num: n.Kind, x: x}
+}
+
+// End is the index in the text just after the value.
+func (t *Tape) End() int { return t.end }
+
+// Kind is node i's JSON type.
+func (t *Tape) Kind(i int) Kind { return t.nodes[i].kind }
+
+// Bool is a boolean node's value.
+func (t *Tape) Bool(i int) bool { return t.nodes[i].x != 0 }
+
+// Number is a number node's value.
+func (t *Tape) Number(i int) Number {
+	n := &t.nodes[i]
+	switch n.num {
+	case NumU64:
+		return Number{Kind: NumU64, U: n.x}
+	case NumI64:
+		return Number{Kind: NumI64, I: int64(n.x)}
+	}
+	return Number{Kind: NumF64, F: math.Float64frombits(n.x)}
+}
+
+// Len is the number of items of an array node, or members of an object
+// node.
+func (t *Tape) Len(i int) int { return int(t.nodes[i].x) }
+
+// Next is the node after node i's value: an array's items are i+1,
+// Next(i+1), ...; an object's members are key i+1 with value i+2, then key
+// Next(i+2) with its value after it, ...
+func (t *Tape) Next(i int) int { return t.nodes[i].next }
+
+// StrBytes is a string node's content. It is read-only: it may be the
+// text the tape was read from.
+func (t *Tape) StrBytes(i int) []byte {
+	n := &t.nodes[i]
+	if n.esc {
+		return t.unesc[n.start:n.end:n.end]
+	}
+	return t.text[n.start:n.end:n.end]
+}
+
+// Str is a string node's content as a string of its own.
+func (t *Tape) Str(i int) string { return string(t.StrBytes(i)) }
+
+// Value returns node i's value as a Value tree (each string a copy).
+func (t *Tape) Value(i int) Value {
+	// Count first, so that the containers take one block of members and
+	// one of items, each cut to length as it is handed out.
+	var members, items int
+	for j := i; j < t.nodes[i].next; j++ {
+		switch n := &t.nodes[j]; n.kind {
+		case KindObject:
+			members += int(n.x)
+		case KindArray:
+			items += int(n.x)
+		}
+	}
+	c := valueBuilder{t: t, objs: make([]Member, members), arrs: make([]Value, items)}
+	v, _ := c.build(i)
+	return v
+}
+
+type valueBuilder struct {
+	t    *Tape
+	objs []Member
+	arrs []Value
+}
+
+// build returns node i's value and the node after it.
+func (c *valueBuilder) build(i int) (Value, int) {
+	n := &c.t.nodes[i]
+	switch n.kind {
+	case KindNull:
+		return Value{Kind: KindNull}, i + 1
+	case KindBool:
+		return Value{Kind: KindBool, Bool: n.x != 0}, i + 1
+	case KindNumber:
+		return Value{Kind: KindNumber, Num: c.t.Number(i)}, i + 1
+	case KindString:
+		return Value{Kind: KindString, Str: c.t.Str(i)}, i + 1
+	case KindArray:
+		k := int(n.x)
+		arr := c.arrs[:k:k]
+		c.arrs = c.arrs[k:]
+		j := i + 1
+		for m := range arr {
+			arr[m], j = c.build(j)
+		}
+		return Value{Kind: KindArray, Arr: arr}, j
+	}
+	k := int(n.x)
+	obj := c.objs[:k:k]
+	c.objs = c.objs[k:]
+	j := i + 1
+	for m := range obj {
+		obj[m].Key = c.t.Str(j)
+		obj[m].Value, j = c.build(j + 1)
+	}
+	return Value{Kind: KindObject, Obj: obj}, j
 }

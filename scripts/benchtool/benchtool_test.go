@@ -1,0 +1,141 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"pisess/readers/jsonl"
+)
+
+const header = `{"type":"session","version":3,"id":"7c1d2e3f-0000-4000-8000-000000000001","timestamp":"2026-03-01T09:00:00.000Z","cwd":"/x"}`
+
+func entry(id, parent string) string {
+	p := `null`
+	if parent != "" {
+		p = `"` + parent + `"`
+	}
+	return `{"type":"message","id":"` + id + `","parentId":` + p + `,"timestamp":"2026-03-01T09:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1772355601000}}`
+}
+
+// The refresh step must make sessions stale, not refused: the appended
+// entry has to be one the reader accepts, chained to the last entry.
+func TestAppendEntryIsAccepted(t *testing.T) {
+	tree := t.TempDir()
+	dir := filepath.Join(tree, "--x--")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, name := range []string{"a.jsonl", "b.jsonl", "c.jsonl"} {
+		p := filepath.Join(dir, name)
+		body := header + "\n" + entry("0000000a", "") + "\n" + entry("0000000b", "0000000a") + "\n"
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	// A sidecar-like directory is not descended into.
+	if err := os.MkdirAll(filepath.Join(dir, "a.v2", "segments"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.v2", "x.jsonl"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	files, err := sessionFiles(tree)
+	if err != nil || len(files) != 3 {
+		t.Fatalf("sessionFiles = %v, %v; want the 3 sessions", files, err)
+	}
+	for _, p := range paths[:2] {
+		if _, err := appendEntry(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, p := range paths {
+		s, err := jsonl.Open(p, jsonl.Options{})
+		if err != nil {
+			t.Fatalf("%s refused after the append: %v", p, err)
+		}
+		var last string
+		n := 0
+		for {
+			e, err := s.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if n == 3 && e.ParentID != "0000000b" {
+				t.Errorf("%s: appended entry's parent = %q, want 0000000b", p, e.ParentID)
+			}
+			last = e.ID
+		}
+		s.Close()
+		want := 2
+		if i < 2 {
+			want = 3
+		}
+		if n != want {
+			t.Errorf("%s: %d entries (last %s), want %d", p, n, last, want)
+		}
+	}
+}
+
+func TestParseGoBench(t *testing.T) {
+	out := `goos: linux
+pkg: pisess/writers/store
+BenchmarkSHA256-2   	      10	    697291 ns/op	1503.79 MB/s	       0 B/op	       0 allocs/op
+PASS
+pkg: pisess/readers/jsonl
+BenchmarkReadJSONL-2   	       1	57114678919 ns/op	   3.67 MB/s	    352240 entries	        76.33 peakRSS-MB	15277744232 B/op	64528574 allocs/op
+--- FAIL: BenchmarkBroken
+`
+	p := filepath.Join(t.TempDir(), "bench.txt")
+	if err := os.WriteFile(p, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseGoBench(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("got %d results, want 2: %+v", len(got), got)
+	}
+	if g := got[0]; g.Package != "pisess/writers/store" || g.Name != "SHA256" || g.Iterations != 10 || g.Metrics["MB/s"] != 1503.79 {
+		t.Errorf("first = %+v", g)
+	}
+	if g := got[1]; g.Package != "pisess/readers/jsonl" || g.Metrics["peakRSS-MB"] != 76.33 || g.Metrics["allocs/op"] != 64528574 {
+		t.Errorf("second = %+v", g)
+	}
+}
+
+func TestReadSteps(t *testing.T) {
+	dir := t.TempDir()
+	report := filepath.Join(dir, "r.json")
+	rep := `{"totals":{"sessions":2,"refreshed":1,"skipped":1,"sourceBytes":300},"sessions":[
+		{"action":"refresh","outcome":"done","sourceBytes":100},{"action":"skip","outcome":"skipped","sourceBytes":200}]}`
+	if err := os.WriteFile(report, []byte(rep), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	steps := "sha256sum\t2.000\t1.50\t2048\t300000000\t-\t0\t1.5\n" +
+		"refresh 10%\t0.500\t0.40\t4096\t300\t" + report + "\t0\t2.0\n"
+	p := filepath.Join(dir, "steps.tsv")
+	if err := os.WriteFile(p, []byte(steps), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readSteps(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].MBps != 150 || got[0].PeakRSSKB != 2048 || got[0].CPUSeconds != 1.5 {
+		t.Errorf("sha256sum step = %+v", got[0])
+	}
+	// A refresh's MB/s is over the bytes it rebuilt, not the whole tree.
+	if got[1].Bytes != 100 || got[1].Totals.RefreshedBytes != 100 || !strings.HasPrefix(got[1].Name, "refresh") {
+		t.Errorf("refresh step = %+v", got[1])
+	}
+}
