@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"pisess/fixtures"
 )
 
 // writeSQLiteSession turns a JSONL session into a sqlite_v1 database with
@@ -59,7 +61,7 @@ func writeSQLiteSession(tb testing.TB, jsonlPath, dbPath string) {
 // A SQLite session builds the same frames and index as its JSONL twin; only
 // the manifest's sourceFormat (and so its hash) differs.
 func TestBuildSQLiteSession(t *testing.T) {
-	vec := filepath.Join(vectorsDir(t), "accept", "tricky")
+	vec := filepath.Join(fixtures.VectorsDir(t), "accept", "tricky")
 	t.Setenv(EnvClock, fixedClock)
 	db := filepath.Join(t.TempDir(), "session.sqlite")
 	writeSQLiteSession(t, filepath.Join(vec, "source.jsonl"), db)

@@ -8,13 +8,15 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"pisess/fixtures"
 )
 
 // TestBuildReferenceVectors builds every vector that has a reference store
 // and compares segments, index and manifest byte for byte, and the set of
 // files in segments/ and index/ (an empty store has no index).
 func TestBuildReferenceVectors(t *testing.T) {
-	vectors := vectorsDir(t)
+	vectors := fixtures.VectorsDir(t)
 	t.Setenv(EnvClock, fixedClock)
 	var n int
 	for _, group := range []string{"accept", "edge", "realpi"} {

@@ -10,6 +10,7 @@ package commands
 // must converge. The helpers are in crash_helpers_test.go.
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"sort"
@@ -244,8 +245,16 @@ func TestCrashMigrateThenRollback(t *testing.T) {
 	t.Logf("migrate then rollback: %d kill points", killed)
 }
 
+// crashBugRebuildNotResumed names a known bug (TestCrashFsckRepair).
+const crashBugRebuildNotResumed = "commands/engine fsck --repair: killed while rebuilding a corrupt sidecar " +
+	"(RebuildSidecar: after the corrupt store became <stem>.v2.backup.*, or with the verified staging not yet " +
+	"installed), the re-run finds a backup that fails the store check and a staging leftover, quarantines both " +
+	"and stops: the session is left unmigrated (fsck exits 0) instead of being rebuilt as an uninterrupted " +
+	"repair does; the next migrate migrates it"
+
 // TestCrashFsckRepair damages a migrated tree (an index truncated mid-line,
-// a manifest removed) and kills `pisess fsck --repair` at every failpoint
+// a manifest removed, a payload byte flipped, a backup left with no
+// sidecar, a staging leftover) and kills `pisess fsck --repair` at every failpoint
 // hit it passes; re-running fsck --repair must then leave a tree that fsck
 // finds clean, every session migrated, no source byte changed, and one
 // more fsck --repair must change nothing.
@@ -264,25 +273,67 @@ func TestCrashFsckRepair(t *testing.T) {
 		if err := os.Remove(filepath.Join(tr.session(t, "accept/tricky").sidecar, "manifest.json")); err != nil {
 			t.Fatal(err)
 		}
+		// A flipped payload byte: corrupt, rebuilt from the source through
+		// the migrate pipeline, the damaged store quarantined.
+		seg := filepath.Join(tr.session(t, "accept/idless_entries").sidecar, "segments", "0000000000000001.seg")
+		b, err := os.ReadFile(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixtures.FlipByte(t, seg, int64(bytes.Index(b, []byte(`"timestamp"`))+3))
+		// A backup with no sidecar (a cutover killed between its renames):
+		// restored.
+		s := tr.session(t, "realpi/01a20023-7352-730d-9957-7c9995b645f1")
+		if err := os.Rename(s.sidecar, s.sidecar+".backup.0123456789abcdef0123456789abcdef"); err != nil {
+			t.Fatal(err)
+		}
+		// A staging leftover beside a sidecar: quarantined.
+		h := tr.session(t, "accept/header_only")
+		fixtures.CopyTree(t, h.sidecar, h.sidecar+".staging.0123456789abcdef0123456789abcdef")
 		if out := tr.fsck(t, nil, false); out.code != ExitProblems {
 			t.Fatalf("fsck of the damaged tree: %s", out)
 		}
 		tr.snapshotSidecars(t)
+		s.old = fixtures.TreeDigest(t, s.sidecar+".backup.0123456789abcdef0123456789abcdef")
 	})
-	repaired := func(t *testing.T, tr *crashTree, when string) {
+	// repaired checks the tree after an fsck --repair that ran to its end:
+	// the damaged sidecar kept intact in the quarantine, the backup put back
+	// (or kept), fsck clean, no leftovers, every session migrated with a
+	// true fingerprint, and one more fsck --repair changes nothing. It
+	// returns the known bugs met.
+	repaired := func(t *testing.T, tr *crashTree, when string) (known []string) {
 		t.Helper()
 		tr.checkSources(t, when)
+		for _, name := range []string{"accept/idless_entries", "realpi/01a20023-7352-730d-9957-7c9995b645f1"} {
+			if s := tr.session(t, name); tr.recoverable(t, s) == "" {
+				t.Errorf("%s: %s: its sidecar from before the repair is neither in place nor in the quarantine", when, name)
+			}
+		}
 		if out := tr.fsck(t, nil, false); out.killed || out.code != ExitClean {
 			t.Errorf("fsck %s: %s", when, out)
 		}
 		if l := tr.leftovers(t); len(l) > 0 {
 			t.Errorf("leftovers %s: %v", when, l)
 		}
+		unmigrated := false
 		for _, s := range tr.sessions {
-			if st, err := verify.Status(s.path); err != nil || st.Class != verify.ClassMigrated {
+			st, err := verify.Status(s.path)
+			switch {
+			case err == nil && st.Class == verify.ClassUnmigrated && s.name == "accept/idless_entries":
+				unmigrated = true
+			case err != nil || st.Class != verify.ClassMigrated:
 				t.Errorf("%s %s: %s %v %v", s.name, when, st.Class, st.Findings, err)
 			}
 			tr.checkFingerprint(t, s)
+		}
+		if unmigrated {
+			known = append(known, crashBugRebuildNotResumed)
+			if _, out := tr.migrate(t, ""); out.code != ExitClean {
+				t.Errorf("migrate after the re-run: %s", out)
+			}
+			if st, err := verify.Status(tr.session(t, "accept/idless_entries").path); err != nil || st.Class != verify.ClassMigrated {
+				t.Errorf("accept/idless_entries after migrate: %s %v %v", st.Class, st.Findings, err)
+			}
 		}
 		before := tr.digestSkipping(t, crashIsJournal)
 		if out := tr.fsck(t, nil, true); out.killed || out.code != ExitClean {
@@ -291,6 +342,7 @@ func TestCrashFsckRepair(t *testing.T) {
 		if d := crashDigestDiff(before, tr.digestSkipping(t, crashIsJournal)); len(d) > 0 {
 			t.Errorf("fsck --repair once more changed %v", d)
 		}
+		return known
 	}
 	sc := crashScenario{
 		args: func(tr *crashTree) []string { return []string{"fsck", "--repair", "--json", "--jobs", "1", tr.root} },
@@ -301,18 +353,19 @@ func TestCrashFsckRepair(t *testing.T) {
 					tr.checkFingerprint(t, s)
 				}
 			}
-			tr.checkJournal(t, true)
+			tr.checkJournal(t)
 			if out := tr.fsck(t, nil, true); out.killed || (out.code != ExitClean && out.code != ExitRepaired) {
 				t.Fatalf("fsck --repair after the kill: %s", out)
 			}
-			repaired(t, tr, "after the re-run")
-			return nil
+			return repaired(t, tr, "after the re-run")
 		},
 		done: func(t *testing.T, tr *crashTree, out crashOut) {
 			if out.code != ExitRepaired {
 				t.Fatalf("the unkilled fsck --repair: %s", out)
 			}
-			repaired(t, tr, "after the unkilled run")
+			if known := repaired(t, tr, "after the unkilled run"); len(known) > 0 {
+				t.Errorf("the unkilled fsck --repair left a corrupt sidecar unrebuilt")
+			}
 		},
 		doneCode: ExitRepaired,
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,20 +47,6 @@ func (r result) String() string {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
-}
-
-// vectorsDir is shared/vectors beside the repository; tests that need it
-// skip when it is absent.
-func vectorsDir(tb testing.TB) string {
-	tb.Helper()
-	d, err := filepath.Abs("../../shared/vectors")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := os.Stat(d); err != nil {
-		tb.Skipf("shared vectors not found at %s", d)
-	}
-	return d
 }
 
 // exampleSession is the bundled copy of vectors/accept/tricky.

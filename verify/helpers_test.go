@@ -16,18 +16,6 @@ import (
 	"pisess/writers/wire"
 )
 
-func vectorsDir(tb testing.TB) string {
-	tb.Helper()
-	d, err := filepath.Abs("../../shared/vectors")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := os.Stat(d); err != nil {
-		tb.Skipf("shared vectors not found at %s", d)
-	}
-	return d
-}
-
 // fixed is the clock the reference vectors were written with.
 func fixed() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 
@@ -47,7 +35,7 @@ func newSession(tb testing.TB, vector string) session {
 	}
 	s := session{tree: tree, path: filepath.Join(dir, "2026-01-05T10-00-00_"+filepath.Base(vector)+".jsonl")}
 	s.sidecar = strings.TrimSuffix(s.path, ".jsonl") + ".v2"
-	data, err := os.ReadFile(filepath.Join(vectorsDir(tb), vector, "source.jsonl"))
+	data, err := os.ReadFile(filepath.Join(fixtures.VectorsDir(tb), vector, "source.jsonl"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -125,7 +113,7 @@ func writeState(tb testing.TB, sidecar string, st wire.SourceState) {
 // lost: the empty directories, the mutation lock, private modes.
 func copyReference(tb testing.TB, vector, dst string) {
 	tb.Helper()
-	fixtures.CopyTree(tb, filepath.Join(vectorsDir(tb), vector, "reference.v2"), dst)
+	fixtures.CopyTree(tb, filepath.Join(fixtures.VectorsDir(tb), vector, "reference.v2"), dst)
 	for _, d := range append([]string{""}, store.StoreDirs...) {
 		p := filepath.Join(dst, d)
 		if err := os.MkdirAll(p, 0o700); err != nil {

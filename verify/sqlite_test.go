@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"pisess/fixtures"
 	"pisess/readers"
 	"pisess/readers/discover"
 	"pisess/writers/store"
@@ -18,7 +19,7 @@ import (
 // reference's schema) at <tree>/--p--/s.sqlite.
 func sqliteSession(tb testing.TB, vector string) session {
 	tb.Helper()
-	data, err := os.ReadFile(filepath.Join(vectorsDir(tb), vector, "source.jsonl"))
+	data, err := os.ReadFile(filepath.Join(fixtures.VectorsDir(tb), vector, "source.jsonl"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func TestAgainstSourceReferenceStores(t *testing.T) {
 }
 
 func TestAgainstSourceRealPi(t *testing.T) {
-	dirs, _ := filepath.Glob(filepath.Join(vectorsDir(t), "realpi", "*", "reference.v2"))
+	dirs, _ := filepath.Glob(filepath.Join(fixtures.VectorsDir(t), "realpi", "*", "reference.v2"))
 	if len(dirs) == 0 {
 		t.Skip("no realpi vectors")
 	}

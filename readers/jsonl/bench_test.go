@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"pisess/fixtures"
 )
 
 // benchBytes is the size of the generated session.
@@ -41,9 +43,10 @@ var (
 // fresh ids and each chained to the one before.
 func benchSession(b *testing.B) string {
 	b.Helper()
+	vectors := fixtures.VectorsDir(b)
 	benchOnce.Do(func() {
 		var templates [][]byte
-		dirs, _ := filepath.Glob(filepath.Join(vectorsDir, "realpi", "*", "reference.v2"))
+		dirs, _ := filepath.Glob(filepath.Join(vectors, "realpi", "*", "reference.v2"))
 		for _, d := range dirs {
 			src, err := os.ReadFile(filepath.Join(filepath.Dir(d), "source.jsonl"))
 			if err != nil {

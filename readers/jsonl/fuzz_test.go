@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"pisess/fixtures"
 	"pisess/readers"
 	"pisess/readers/payload"
 )
@@ -19,8 +20,9 @@ const maxFuzzInput = 256 << 10
 // is well formed: ids in the V2 contract and unique, parents among the
 // entries, positions increasing, payloads present.
 func FuzzJSONLSource(f *testing.F) {
-	seeds, _ := filepath.Glob(filepath.Join(vectorsDir, "*", "*", "source.jsonl"))
-	rejects, _ := filepath.Glob(filepath.Join(vectorsDir, "reject", "*.jsonl"))
+	vectors := fixtures.VectorsDir(f)
+	seeds, _ := filepath.Glob(filepath.Join(vectors, "*", "*", "source.jsonl"))
+	rejects, _ := filepath.Glob(filepath.Join(vectors, "reject", "*.jsonl"))
 	for _, p := range append(seeds, rejects...) {
 		if b, err := os.ReadFile(p); err == nil && len(b) <= maxFuzzInput {
 			f.Add(b)

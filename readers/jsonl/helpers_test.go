@@ -14,9 +14,6 @@ import (
 	"pisess/readers"
 )
 
-// vectorsDir is the shared, read-only reference vectors (vectors/README.md).
-const vectorsDir = "/work/shared/vectors"
-
 // frame is what the tests compare of a reference frame.
 type frame struct {
 	EntryID string

@@ -2,7 +2,6 @@ package jsonl
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"math"
 
@@ -47,9 +46,6 @@ func Sniff(path string) (readers.SourceFormat, int, error) {
 		}
 	}
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
 		return "", 0, err
 	}
 	return readers.FormatJSONLv3, s.header.Version, nil

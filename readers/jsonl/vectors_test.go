@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"pisess/fixtures"
 	"pisess/readers"
 	"pisess/writers/wire"
 )
@@ -16,13 +17,14 @@ import (
 // session the reference refuses is refused at the same line with the same
 // detail.
 func TestVectors(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join(vectorsDir, "*", "*", "source.jsonl"))
+	vectors := fixtures.VectorsDir(t)
+	dirs, err := filepath.Glob(filepath.Join(vectors, "*", "*", "source.jsonl"))
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no vectors: %v", err)
 	}
 	for _, src := range dirs {
 		dir := filepath.Dir(src)
-		name := strings.TrimPrefix(dir, vectorsDir+"/")
+		name := strings.TrimPrefix(dir, vectors+"/")
 		t.Run(name, func(t *testing.T) {
 			before, err := os.ReadFile(src)
 			if err != nil {
@@ -109,7 +111,7 @@ func TestRejectVectors(t *testing.T) {
 		"v1_header_version_1.jsonl":          {readers.ClassUnsupportedVer, 1, ""},
 		"v2_hookmessage.jsonl":               {readers.ClassUnsupportedVer, 1, readers.ClassUnknownRole},
 	}
-	files, _ := filepath.Glob(filepath.Join(vectorsDir, "reject", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(fixtures.VectorsDir(t), "reject", "*.jsonl"))
 	if len(files) != len(want) {
 		t.Fatalf("%d reject vectors, test knows %d", len(files), len(want))
 	}

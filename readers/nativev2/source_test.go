@@ -14,18 +14,6 @@ import (
 	"pisess/readers/jsonl"
 )
 
-func vectorsDir(tb testing.TB) string {
-	tb.Helper()
-	d, err := filepath.Abs("../../../shared/vectors")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := os.Stat(d); err != nil {
-		tb.Skipf("shared vectors not found at %s", d)
-	}
-	return d
-}
-
 // copyStore copies a reference store into a temp dir (fixtures are never
 // damaged in place) with the modes a real store has: git keeps none, and
 // the vectors are read-only.
@@ -65,7 +53,7 @@ func readAll(tb testing.TB, src readers.Source) []readers.Entry {
 
 // Every reference store reads back as the entries of its source.
 func TestReferenceStoresMatchSources(t *testing.T) {
-	vectors := vectorsDir(t)
+	vectors := fixtures.VectorsDir(t)
 	refs, _ := filepath.Glob(filepath.Join(vectors, "*", "*", "reference.v2"))
 	if len(refs) < 10 {
 		t.Fatalf("only %d reference stores", len(refs))
@@ -119,7 +107,7 @@ func equalName(a, b *string) bool {
 }
 
 func TestDamagedStoreIsRefused(t *testing.T) {
-	ref := filepath.Join(vectorsDir(t), "accept", "tricky", "reference.v2")
+	ref := filepath.Join(fixtures.VectorsDir(t), "accept", "tricky", "reference.v2")
 	tests := []struct {
 		name   string
 		damage func(tb testing.TB, store string)

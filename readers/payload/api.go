@@ -10,8 +10,6 @@
 // carry the reference's own wording, so a report can quote it.
 package payload
 
-import "pisess/writers/wire"
-
 // Entry is one accepted entry.
 type Entry struct {
 	Type      string // the entry type tag: message, model_change, ...
@@ -23,80 +21,64 @@ type Entry struct {
 	Role      string  // the message role; "" for entries that are not messages
 	Name      *string // the session_info name, when set
 
-	// typed is the entry as the reference serializes it: tag first, then
-	// id, parentId, timestamp, then the other members in declaration order,
-	// with free-form values key-sorted.
-	typed wire.Value
-	// extra lists the extra members a bashExecution message keeps.
-	extra []string
-}
-
-func newEntry(typed wire.Value, extra []string) *Entry {
-	e := &Entry{typed: typed, extra: extra}
-	for _, m := range typed.Obj {
-		switch m.Key {
-		case "type":
-			e.Type = m.Value.Str
-		case "id":
-			e.ID, e.HasID = m.Value.Str, true
-		case "parentId":
-			e.ParentID, e.HasParent = m.Value.Str, true
-		case "timestamp":
-			e.Timestamp = m.Value.Str
-		case "message":
-			if role, ok := m.Value.Get("role"); ok {
-				e.Role = role.Str
-			}
-		case "name":
-			name := m.Value.Str
-			e.Name = &name
-		}
-	}
-	return e
+	// dec holds the entry's line as read (and room to work in): the typed
+	// and canonical forms are written from it. variant is the entry type's
+	// index in sessionEntry.
+	dec     *Decoder
+	variant int
+	// id and parentID replace the entry's own when set (SetID, SetParent).
+	id, parentID *string
 }
 
 // SetID gives the entry an id (a synthesized one, for an entry that had
 // none). It is written where the reference writes it: right after the tag.
 func (e *Entry) SetID(id string) {
 	e.ID, e.HasID = id, true
-	e.set("id", id, 1)
+	e.id = &id
 }
 
 // SetParent gives the entry a parent, written after the id (the upgrade of
 // an old session chains each entry to the one before it).
 func (e *Entry) SetParent(id string) {
 	e.ParentID, e.HasParent = id, true
-	at := 1
-	if e.HasID {
-		at = 2
-	}
-	e.set("parentId", id, at)
-}
-
-// set replaces member key, or inserts it at index at.
-func (e *Entry) set(key, value string, at int) {
-	for i := range e.typed.Obj {
-		if e.typed.Obj[i].Key == key {
-			e.typed.Obj[i].Value = wire.String(value)
-			return
-		}
-	}
-	obj := make([]wire.Member, 0, len(e.typed.Obj)+1)
-	obj = append(obj, e.typed.Obj[:at]...)
-	obj = append(obj, wire.Member{Key: key, Value: wire.String(value)})
-	obj = append(obj, e.typed.Obj[at:]...)
-	e.typed.Obj = obj
+	e.parentID = &id
 }
 
 // Canonical returns the payload bytes the reference stores for the entry:
 // its typed value with object keys sorted at every depth, compact.
-func (e *Entry) Canonical() []byte { return wire.AppendCanonical(nil, e.typed) }
+func (e *Entry) Canonical() []byte { return e.AppendCanonical(nil) }
+
+// AppendCanonical appends Canonical's bytes to dst.
+func (e *Entry) AppendCanonical(dst []byte) []byte {
+	return e.write(dst, canonicalOrder, false)
+}
 
 // Typed returns the entry as the reference serializes it, members in struct
-// order (see Entry.typed); this is also what an upgraded line holds. The
-// reference writes a bashExecution message's extra members in hash-map
-// order; they are written here sorted by name.
-func (e *Entry) Typed() []byte { return wire.AppendCompact(nil, e.typed) }
+// order: tag first, then id, parentId, timestamp, then the other members in
+// declaration order, with free-form values key-sorted. This is also what an
+// upgraded line holds. The reference writes a bashExecution message's
+// extra members in hash-map order; they are written here sorted by name.
+func (e *Entry) Typed() []byte { return e.write(nil, typedOrder, false) }
+
+func (e *Entry) write(dst []byte, o order, skipID bool) []byte {
+	if dst == nil {
+		// The payload is about as long as the line.
+		dst = make([]byte, 0, e.dec.tape.End()+64)
+	}
+	w := e.writer(o)
+	defer e.done(&w)
+	w.skipID = skipID
+	return w.writeEntry(dst, e.variant)
+}
+
+// writer returns a writer of the entry in order o, working in its
+// decoder's room (done gives it back).
+func (e *Entry) writer(o order) writer {
+	return writer{reader: reader{t: &e.dec.tape, lists: e.dec.lists[:0], bound: e.dec.bound}, outs: e.dec.outs[:0],
+		order: o, id: e.id, parentID: e.parentID}
+}
+
+func (e *Entry) done(w *writer) { e.dec.lists, e.dec.outs = w.lists[:0], w.outs[:0] }
 
 // ValidEntryID reports whether s fits the V2 entry-id contract,
 // ^[A-Za-z0-9_-]{1,128}$ (FORMAT.md §2). Decode accepts any id, as the

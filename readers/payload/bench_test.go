@@ -59,6 +59,26 @@ func BenchmarkDecodeCanonical(b *testing.B) {
 	reportCPU(b, start, n)
 }
 
+// BenchmarkDecoderCanonical is BenchmarkDecodeCanonical with one Decoder
+// for the whole session, as a reader can keep one.
+func BenchmarkDecoderCanonical(b *testing.B) {
+	lines, n := benchLines(b)
+	b.SetBytes(n)
+	b.ReportAllocs()
+	var dec Decoder
+	start := cpuClock()
+	for b.Loop() {
+		for _, l := range lines {
+			e, err := dec.Decode(l)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = e.Canonical()
+		}
+	}
+	reportCPU(b, start, n)
+}
+
 // BenchmarkSHA256Lines is the yardstick: plain SHA-256 over the same lines,
 // one hash per line as the frame encoder hashes one payload per entry.
 func BenchmarkSHA256Lines(b *testing.B) {

@@ -2,7 +2,6 @@ package payload
 
 import (
 	"math"
-	"sort"
 	"strconv"
 
 	"pisess/writers/wire"
@@ -10,239 +9,273 @@ import (
 
 // The reading rules below are those of serde's derived Deserialize reading
 // from its buffered Content (the reference reads the entry line into
-// buffered content first, because SessionEntry is internally tagged), and
-// the writing rules those of its derived Serialize. Errors raised here carry
-// no position, as the reference's do not.
+// buffered content first, because SessionEntry is internally tagged).
+// Errors raised here carry no position, as the reference's do not.
 //
-// What is decoded is written straight away as a wire.Value in the
-// reference's serialization order (struct declaration order, tags first,
-// flattened members in place), with free-form values key-sorted: the typed
-// serialization. Sorting that value's keys gives the canonical payload.
+// Reading only checks: it walks the line's wire.Tape in the order serde
+// would, so that the first refusal is the reference's, and builds nothing.
+// What the reference writes for an accepted entry is written later, from
+// the same tape, by write.go.
 
-// decoder carries what decoding learns besides the value itself.
-type decoder struct {
-	// extraKeys are the member names a flattened HashMap kept (the extra
-	// members of a bashExecution message), sorted.
-	extraKeys []string
+// reader holds what reading and writing an entry's tape share.
+type reader struct {
+	t *wire.Tape
+	// lists holds member lists (each member's key node; its value is the
+	// node after) and item lists (each item's node). A list is never
+	// changed once made, so a slice of it stays valid when lists grows.
+	lists []int
+	// bound records, by key node, the struct member each member of the
+	// entry was read as (binding), so that writing need not look its name
+	// up again; 0 for a member read as none.
+	bound []uint32
 }
 
-// decode reads v as a member of type t. present is false for an Option that
-// is None (null).
-func (d *decoder) decode(t *typ, v wire.Value) (out wire.Value, present bool, err *Error) {
+// binding names member i of struct s.
+func binding(s *structDef, i int) uint32 { return s.id<<8 | uint32(i) }
+
+// ownedBy reports whether member m was read as one of struct s's own,
+// and as which.
+func (r *reader) ownedBy(s *structDef, m int) (int, bool) {
+	b := r.bound[m]
+	return int(b & 0xff), b>>8 == s.id
+}
+
+// list makes a list of the ints of in that keep reports true for.
+func (r *reader) list(in []int, keep func(int) bool) []int {
+	start := len(r.lists)
+	for _, x := range in {
+		if keep(x) {
+			r.lists = append(r.lists, x)
+		}
+	}
+	return r.lists[start:len(r.lists):len(r.lists)]
+}
+
+// members lists the members of object node v, leaving out those called
+// skip when skip is not "".
+func (r *reader) members(v int, skip string) []int {
+	start := len(r.lists)
+	for j, k, n := v+1, 0, r.t.Len(v); k < n; j, k = r.t.Next(j+1), k+1 {
+		if skip == "" || string(r.t.StrBytes(j)) != skip {
+			r.lists = append(r.lists, j)
+		}
+	}
+	return r.lists[start:len(r.lists):len(r.lists)]
+}
+
+// items lists the items of array node v from the first'th on.
+func (r *reader) items(v int, first int) []int {
+	start := len(r.lists)
+	for j, k, n := v+1, 0, r.t.Len(v); k < n; j, k = r.t.Next(j), k+1 {
+		if k >= first {
+			r.lists = append(r.lists, j)
+		}
+	}
+	return r.lists[start:len(r.lists):len(r.lists)]
+}
+
+// key is member m's name.
+func (r *reader) key(m int) []byte { return r.t.StrBytes(m) }
+
+// body lists the members of a struct read from object node v, or its items
+// when v is an array; ok is false for any other node.
+func (r *reader) body(s *structDef, v int) (k wire.Kind, list []int, ok bool) {
+	switch k := r.t.Kind(v); {
+	case k == wire.KindObject:
+		return k, r.members(v, ""), true
+	case k == wire.KindArray && !s.hasFlatten():
+		return k, r.items(v, 0), true
+	}
+	return 0, nil, false
+}
+
+// kept lists the members that were not read as struct s's own, for its
+// flattened members.
+func (r *reader) kept(s *structDef, members []int) []int {
+	return r.list(members, func(m int) bool { _, own := r.ownedBy(s, m); return !own })
+}
+
+// claim splits kept into the members the flattened struct st claims (by
+// their names, or by what they were read as when bound is true) and those
+// left for later flattened members, both in order.
+func (r *reader) claim(st *structDef, kept []int, bound bool) (claimed, rest []int) {
+	owns := func(m int) bool { return st.own(r.key(m)) >= 0 }
+	if bound {
+		owns = func(m int) bool { _, own := r.ownedBy(st, m); return own }
+	}
+	return r.list(kept, owns), r.list(kept, func(m int) bool { return !owns(m) })
+}
+
+// value is node v as a Value, for an error message.
+func (r *reader) value(v int) wire.Value { return r.t.Value(v) }
+
+// check reads node v as a member of type t.
+func (r *reader) check(t *typ, v int) *Error {
 	switch t.kind {
 	case kString:
-		if v.Kind != wire.KindString {
-			return out, false, badEntry(msgInvalidType(v, "a string"))
+		if r.t.Kind(v) != wire.KindString {
+			return badEntry(msgInvalidType(r.value(v), "a string"))
 		}
-		return v, true, nil
 	case kBool:
-		if v.Kind != wire.KindBool {
-			return out, false, badEntry(msgInvalidType(v, "a boolean"))
+		if r.t.Kind(v) != wire.KindBool {
+			return badEntry(msgInvalidType(r.value(v), "a boolean"))
 		}
-		return v, true, nil
 	case kU64, kI64, kI32, kF64:
-		out, err = number(t.kind, v)
-		return out, err == nil, err
+		return r.checkNumber(t.kind, v)
 	case kValue:
-		return wire.SortKeys(v), true, nil
+		// Anything.
 	case kOption:
-		if v.Kind == wire.KindNull {
-			return out, false, nil
+		if r.t.Kind(v) != wire.KindNull {
+			return r.check(t.elem, v)
 		}
-		return d.decode(t.elem, v)
 	case kVec:
-		if v.Kind != wire.KindArray {
-			return out, false, badEntry(msgInvalidType(v, "a sequence"))
+		if r.t.Kind(v) != wire.KindArray {
+			return badEntry(msgInvalidType(r.value(v), "a sequence"))
 		}
-		items := make([]wire.Value, 0, len(v.Arr))
-		for _, item := range v.Arr {
-			x, _, err := d.decode(t.elem, item)
-			if err != nil {
-				return out, false, err
+		for j, k, n := v+1, 0, r.t.Len(v); k < n; j, k = r.t.Next(j), k+1 {
+			if err := r.check(t.elem, j); err != nil {
+				return err
 			}
-			items = append(items, x)
 		}
-		return wire.Array(items...), true, nil
 	case kStruct:
-		out, err = d.structValue(t.st, v)
-		return out, err == nil, err
+		k, body, ok := r.body(t.st, v)
+		if !ok {
+			return badEntry(msgInvalidType(r.value(v), t.st.expecting))
+		}
+		return r.checkStruct(t.st, k, body)
 	case kTagged:
-		out, err = d.tagged(t.en, v)
-		return out, err == nil, err
+		_, err := r.checkTagged(t.en, v)
+		return err
 	case kUnitEnum:
-		out, err = unitEnum(t.en, v)
-		return out, err == nil, err
+		_, err := r.unitVariant(t.en, v)
+		return err
 	case kUserContent:
-		out, err = d.userContent(v)
-		return out, err == nil, err
-	}
-	// kExtra is only ever flattened (structMap handles it).
-	return out, false, badEntry("unsupported member type")
-}
-
-var numberNames = [...]string{kU64: "u64", kI64: "i64", kI32: "i32", kF64: "f64"}
-
-// number reads an integer- or float-typed member. Integer types take only
-// integers (a float such as 1.0 or 1e3 is the wrong type; an integer out of
-// range the wrong value); f64 takes any number and is written as a float.
-func number(k kind, v wire.Value) (wire.Value, *Error) {
-	expected := numberNames[k]
-	if v.Kind != wire.KindNumber {
-		return wire.Value{}, badEntry(msgInvalidType(v, expected))
-	}
-	n := v.Num
-	if k == kF64 {
-		switch n.Kind {
-		case wire.NumU64:
-			return wire.F64(float64(n.U)), nil
-		case wire.NumI64:
-			return wire.F64(float64(n.I)), nil
+		if r.t.Kind(v) != wire.KindString && r.check(contentBlocks, v) != nil {
+			return badEntry("data did not match any variant of untagged enum UserContent")
 		}
-		return v, nil
-	}
-	switch n.Kind {
-	case wire.NumU64:
-		if (k == kI64 && n.U > math.MaxInt64) || (k == kI32 && n.U > math.MaxInt32) {
-			return wire.Value{}, badEntry(msgInvalidValue(unexpectedUnsigned(n.U), expected))
-		}
-		return v, nil
-	case wire.NumI64:
-		if k == kU64 || (k == kI32 && n.I < math.MinInt32) {
-			return wire.Value{}, badEntry(msgInvalidValue(unexpectedSigned(n.I), expected))
-		}
-		return v, nil
-	}
-	return wire.Value{}, badEntry(msgInvalidType(v, expected))
-}
-
-// structValue reads a struct from a map, or, for a struct without flattened
-// members, from a sequence of its members in order (serde's visit_seq).
-func (d *decoder) structValue(s *structDef, v wire.Value) (wire.Value, *Error) {
-	var members []wire.Member
-	var err *Error
-	switch {
-	case v.Kind == wire.KindObject:
-		members, err = d.structMap(s, v.Obj)
-	case v.Kind == wire.KindArray && !s.hasFlatten():
-		members, err = d.structSeq(s, v.Arr)
 	default:
-		return wire.Value{}, badEntry(msgInvalidType(v, s.expecting))
-	}
-	if err != nil {
-		return wire.Value{}, err
-	}
-	return wire.Object(members...), nil
-}
-
-// slot is one struct member as read.
-type slot struct {
-	seen    bool
-	present bool
-	v       wire.Value
-}
-
-// structMap walks the members in order: a member of the struct's own is
-// read at once (a second occurrence is a duplicate), others are ignored or,
-// when the struct flattens something, kept for the flattened members. Then
-// missing own members are checked in declaration order, then the flattened
-// members are read, in declaration order, from what was kept.
-func (d *decoder) structMap(s *structDef, members []wire.Member) ([]wire.Member, *Error) {
-	slots := make([]slot, len(s.fields))
-	flatten := s.hasFlatten()
-	var kept []wire.Member
-	for _, m := range members {
-		i := s.own(m.Key)
-		if i < 0 {
-			if flatten {
-				kept = append(kept, m)
-			}
-			continue
-		}
-		if slots[i].seen {
-			return nil, badEntry(msgDuplicateField(m.Key))
-		}
-		v, present, err := d.decode(s.fields[i].t, m.Value)
-		if err != nil {
-			return nil, err
-		}
-		slots[i] = slot{seen: true, present: present, v: v}
-	}
-	for i, f := range s.fields {
-		if f.flatten || slots[i].seen {
-			continue
-		}
-		if err := missing(f, &slots[i]); err != nil {
-			return nil, err
-		}
-	}
-	flat := make([][]wire.Member, len(s.fields))
-	taken := make([]bool, len(kept))
-	for i, f := range s.fields {
-		if !f.flatten {
-			continue
-		}
-		if f.t.kind == kExtra {
-			flat[i] = d.extra(kept, taken)
-			continue
-		}
-		// A flattened struct claims the kept members it knows, in order;
-		// what it claims is no longer there for later flattened members.
-		var claimed []wire.Member
-		for j, m := range kept {
-			if !taken[j] && f.t.st.own(m.Key) >= 0 {
-				taken[j] = true
-				claimed = append(claimed, m)
-			}
-		}
-		sub, err := d.structMap(f.t.st, claimed)
-		if err != nil {
-			return nil, err
-		}
-		flat[i] = sub
-	}
-	return write(s, slots, flat), nil
-}
-
-// missing fills in a member absent from a map (or a short sequence): its
-// default, None for an Option, else the member is missing.
-func missing(f field, sl *slot) *Error {
-	switch {
-	case f.dflt && f.t.kind == kBool:
-		*sl = slot{seen: true, present: true, v: wire.Bool(false)}
-	case f.dflt || f.t.kind == kOption:
-		*sl = slot{seen: true}
-	default:
-		return badEntry(msgMissingField(f.name))
+		// kExtra is only ever flattened (checkMap handles it).
+		return badEntry("unsupported member type")
 	}
 	return nil
 }
 
-// structSeq reads a struct from a sequence: its members in declaration
+var numberNames = [...]string{kU64: "u64", kI64: "i64", kI32: "i32", kF64: "f64"}
+
+// checkNumber reads an integer- or float-typed member. Integer types take
+// only integers (a float such as 1.0 or 1e3 is the wrong type; an integer
+// out of range the wrong value); f64 takes any number.
+func (r *reader) checkNumber(k kind, v int) *Error {
+	expected := numberNames[k]
+	if r.t.Kind(v) != wire.KindNumber {
+		return badEntry(msgInvalidType(r.value(v), expected))
+	}
+	if k == kF64 {
+		return nil
+	}
+	switch n := r.t.Number(v); n.Kind {
+	case wire.NumU64:
+		if (k == kI64 && n.U > math.MaxInt64) || (k == kI32 && n.U > math.MaxInt32) {
+			return badEntry(msgInvalidValue(unexpectedUnsigned(n.U), expected))
+		}
+	case wire.NumI64:
+		if k == kU64 || (k == kI32 && n.I < math.MinInt32) {
+			return badEntry(msgInvalidValue(unexpectedSigned(n.I), expected))
+		}
+	default:
+		return badEntry(msgInvalidType(r.value(v), expected))
+	}
+	return nil
+}
+
+// checkStruct reads a struct from a map's members or, for a struct without
+// flattened members, from a sequence's items (serde's visit_seq); k says
+// which body is.
+func (r *reader) checkStruct(s *structDef, k wire.Kind, body []int) *Error {
+	switch {
+	case k == wire.KindObject:
+		return r.checkMap(s, body)
+	case k == wire.KindArray && !s.hasFlatten():
+		return r.checkSeq(s, body)
+	}
+	return badEntry(msgInvalidType(wire.Value{Kind: k}, s.expecting))
+}
+
+// maxFields bounds the members of the model's structs, so that reading
+// one needs no allocation.
+const maxFields = 12
+
+// checkMap walks the members in order: a member of the struct's own is
+// read at once (a second occurrence is a duplicate), others are ignored or,
+// when the struct flattens something, kept for the flattened members. Then
+// missing own members are checked in declaration order, then the flattened
+// members are read, in declaration order, from what was kept.
+func (r *reader) checkMap(s *structDef, members []int) *Error {
+	var seenBuf [maxFields]bool
+	seen := seenBuf[:0]
+	if len(s.fields) > maxFields {
+		seen = make([]bool, 0, len(s.fields))
+	}
+	seen = seen[:len(s.fields)]
+	for _, m := range members {
+		i := s.own(r.key(m))
+		if i < 0 {
+			continue
+		}
+		if seen[i] {
+			return badEntry(msgDuplicateField(string(r.key(m))))
+		}
+		if err := r.check(s.fields[i].t, m+1); err != nil {
+			return err
+		}
+		seen[i] = true
+		r.bound[m] = binding(s, i)
+	}
+	for i, f := range s.fields {
+		if !f.flatten && !seen[i] && !f.dflt && f.t.kind != kOption {
+			return badEntry(msgMissingField(f.name))
+		}
+	}
+	if !s.hasFlatten() {
+		return nil
+	}
+	kept := r.kept(s, members)
+	for _, f := range s.fields {
+		if !f.flatten || f.t.kind == kExtra {
+			// Extra members are free-form: any value will do.
+			continue
+		}
+		// A flattened struct claims the kept members it knows, in order;
+		// what it claims is no longer there for later flattened members.
+		var claimed []int
+		claimed, kept = r.claim(f.t.st, kept, false)
+		if err := r.checkMap(f.t.st, claimed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSeq reads a struct from a sequence: its members in declaration
 // order, no more and no fewer (a defaulted member may be left out at the
 // end).
-func (d *decoder) structSeq(s *structDef, items []wire.Value) ([]wire.Member, *Error) {
-	slots := make([]slot, len(s.fields))
+func (r *reader) checkSeq(s *structDef, items []int) *Error {
 	n := len(s.fields)
 	for i, f := range s.fields {
 		if i >= len(items) {
 			if !f.dflt {
-				return nil, badEntry(msgInvalidLength(i, s.expecting+" with "+plural(n, "element")))
-			}
-			if err := missing(f, &slots[i]); err != nil {
-				return nil, err
+				return badEntry(msgInvalidLength(i, s.expecting+" with "+plural(n, "element")))
 			}
 			continue
 		}
-		v, present, err := d.decode(f.t, items[i])
-		if err != nil {
-			return nil, err
+		if err := r.check(f.t, items[i]); err != nil {
+			return err
 		}
-		slots[i] = slot{seen: true, present: present, v: v}
 	}
 	if len(items) > n {
-		return nil, badEntry(msgInvalidLength(len(items), plural(n, "element")+" in sequence"))
+		return badEntry(msgInvalidLength(len(items), plural(n, "element")+" in sequence"))
 	}
-	return write(s, slots, nil), nil
+	return nil
 }
 
 func plural(n int, noun string) string {
@@ -252,157 +285,99 @@ func plural(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
-// write lays out a read struct as the reference serializes it: declaration
-// order, flattened members in place, a None skipped or written as null.
-func write(s *structDef, slots []slot, flat [][]wire.Member) []wire.Member {
-	out := []wire.Member{}
-	for i, f := range s.fields {
-		switch {
-		case f.flatten:
-			out = append(out, flat[i]...)
-		case slots[i].present:
-			out = append(out, wire.Member{Key: f.name, Value: slots[i].v})
-		case !f.skipNone:
-			out = append(out, wire.Member{Key: f.name, Value: wire.Null()})
-		}
+// checkTagged reads an internally tagged enum from buffered content: a map
+// whose tag member names the variant (the rest is the variant's body), or
+// a sequence whose first element does. It returns the variant.
+func (r *reader) checkTagged(e *enumDef, v int) (int, *Error) {
+	idx, k, body, err := r.tagged(e, v)
+	if err != nil {
+		return -1, err
 	}
-	return out
+	return idx, r.checkStruct(e.variants[idx].body, k, body)
 }
 
-// extra reads the kept members no flattened struct claimed into a map of
-// free-form values (last duplicate wins). The reference holds them in a
-// HashMap and writes them in its unspecified order; they are written here
-// sorted by key.
-func (d *decoder) extra(kept []wire.Member, taken []bool) []wire.Member {
-	last := map[string]wire.Value{}
-	for j, m := range kept {
-		if !taken[j] {
-			last[m.Key] = wire.SortKeys(m.Value)
-		}
-	}
-	keys := make([]string, 0, len(last))
-	for k := range last {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]wire.Member, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, wire.Member{Key: k, Value: last[k]})
-	}
-	d.extraKeys = keys
-	return out
-}
-
-// tagged reads an internally tagged enum from buffered content: a map whose
-// tag member names the variant (the rest is the variant's body), or a
-// sequence whose first element does.
-func (d *decoder) tagged(e *enumDef, v wire.Value) (wire.Value, *Error) {
-	idx := -1
-	var body wire.Value
-	switch v.Kind {
+// tagged finds an internally tagged enum's variant and lists its body
+// (members of kind object, or items of kind array).
+func (r *reader) tagged(e *enumDef, v int) (idx int, k wire.Kind, body []int, err *Error) {
+	switch k = r.t.Kind(v); k {
 	case wire.KindObject:
-		rest := []wire.Member{}
-		for _, m := range v.Obj {
-			if m.Key != e.tag {
-				rest = append(rest, m)
+		idx = -1
+		for j, n, members := v+1, 0, r.t.Len(v); n < members; j, n = r.t.Next(j+1), n+1 {
+			if string(r.key(j)) != e.tag {
 				continue
 			}
 			if idx >= 0 {
-				return wire.Value{}, badEntry(msgDuplicateField(e.tag))
+				return -1, 0, nil, badEntry(msgDuplicateField(e.tag))
 			}
-			i, err := contentVariant(e, m.Value)
+			i, err := r.contentVariant(e, j+1)
 			if err != nil {
-				return wire.Value{}, err
+				return -1, 0, nil, err
 			}
 			idx = i
 		}
 		if idx < 0 {
-			return wire.Value{}, badEntry(msgMissingField(e.tag))
+			return -1, 0, nil, badEntry(msgMissingField(e.tag))
 		}
-		body = wire.Object(rest...)
+		return idx, k, r.members(v, e.tag), nil
 	case wire.KindArray:
-		if len(v.Arr) == 0 {
-			return wire.Value{}, badEntry(msgMissingField(e.tag))
+		if r.t.Len(v) == 0 {
+			return -1, 0, nil, badEntry(msgMissingField(e.tag))
 		}
-		i, err := contentVariant(e, v.Arr[0])
+		idx, err := r.contentVariant(e, v+1)
 		if err != nil {
-			return wire.Value{}, err
+			return -1, 0, nil, err
 		}
-		idx = i
-		body = wire.Array(v.Arr[1:]...)
-	default:
-		return wire.Value{}, badEntry(msgInvalidType(v, "internally tagged enum "+e.name))
+		return idx, k, r.items(v, 1), nil
 	}
-	return d.variantBody(e, idx, body)
-}
-
-// variantBody reads variant idx's body and writes the tag first.
-func (d *decoder) variantBody(e *enumDef, idx int, body wire.Value) (wire.Value, *Error) {
-	st, err := d.structValue(e.variants[idx].body, body)
-	if err != nil {
-		return wire.Value{}, err
-	}
-	members := make([]wire.Member, 0, len(st.Obj)+1)
-	members = append(members, wire.Member{Key: e.tag, Value: wire.String(e.variants[idx].name)})
-	members = append(members, st.Obj...)
-	return wire.Object(members...), nil
+	return -1, 0, nil, badEntry(msgInvalidType(r.value(v), "internally tagged enum "+e.name))
 }
 
 // contentVariant reads a variant name from buffered content, where serde
 // also takes a variant's index as an unsigned integer.
-func contentVariant(e *enumDef, v wire.Value) (int, *Error) {
-	switch {
-	case v.Kind == wire.KindString:
-		if i := e.lookup(v.Str); i >= 0 {
+func (r *reader) contentVariant(e *enumDef, v int) (int, *Error) {
+	switch r.t.Kind(v) {
+	case wire.KindString:
+		if i := e.lookup(r.t.StrBytes(v)); i >= 0 {
 			return i, nil
 		}
-		return -1, &Error{Class: e.unknownClass, Detail: msgUnknownVariant(v.Str, e.names())}
-	case v.Kind == wire.KindNumber && v.Num.Kind == wire.NumU64:
-		if v.Num.U < uint64(len(e.variants)) {
-			return int(v.Num.U), nil
+		return -1, &Error{Class: e.unknownClass, Detail: msgUnknownVariant(r.t.Str(v), e.names())}
+	case wire.KindNumber:
+		if n := r.t.Number(v); n.Kind == wire.NumU64 {
+			if n.U < uint64(len(e.variants)) {
+				return int(n.U), nil
+			}
+			return -1, badEntry(msgInvalidValue(unexpectedUnsigned(n.U),
+				"variant index 0 <= i < "+strconv.Itoa(len(e.variants))))
 		}
-		return -1, badEntry(msgInvalidValue(unexpectedUnsigned(v.Num.U),
-			"variant index 0 <= i < "+strconv.Itoa(len(e.variants))))
 	}
-	return -1, badEntry(msgInvalidType(v, "variant identifier"))
+	return -1, badEntry(msgInvalidType(r.value(v), "variant identifier"))
 }
 
-// unitEnum reads an enum of unit variants (StopReason): a string naming the
-// variant, or a map with that single key and a null (or empty map) value.
-func unitEnum(e *enumDef, v wire.Value) (wire.Value, *Error) {
-	var name string
-	switch v.Kind {
+// unitVariant reads an enum of unit variants (StopReason): a string naming
+// the variant, or a map with that single key and a null (or empty map)
+// value.
+func (r *reader) unitVariant(e *enumDef, v int) (int, *Error) {
+	var name int // the node of the name
+	switch r.t.Kind(v) {
 	case wire.KindString:
-		name = v.Str
+		name = v
 	case wire.KindObject:
-		if len(v.Obj) != 1 {
-			return wire.Value{}, badEntry(msgInvalidValue("map", "map with a single key"))
+		if r.t.Len(v) != 1 {
+			return -1, badEntry(msgInvalidValue("map", "map with a single key"))
 		}
-		name = v.Obj[0].Key
+		name = v + 1
 	default:
-		return wire.Value{}, badEntry(msgInvalidType(v, "string or map"))
+		return -1, badEntry(msgInvalidType(r.value(v), "string or map"))
 	}
-	i := e.lookup(name)
+	i := e.lookup(r.t.StrBytes(name))
 	if i < 0 {
-		return wire.Value{}, &Error{Class: e.unknownClass, Detail: msgUnknownVariant(name, e.names())}
+		return -1, &Error{Class: e.unknownClass, Detail: msgUnknownVariant(r.t.Str(name), e.names())}
 	}
-	if v.Kind == wire.KindObject {
-		u := v.Obj[0].Value
-		if u.Kind != wire.KindNull && (u.Kind != wire.KindObject || len(u.Obj) != 0) {
-			return wire.Value{}, badEntry(msgInvalidType(u, "unit"))
+	if name != v {
+		u := v + 2
+		if k := r.t.Kind(u); k != wire.KindNull && (k != wire.KindObject || r.t.Len(u) != 0) {
+			return -1, badEntry(msgInvalidType(r.value(u), "unit"))
 		}
 	}
-	return wire.String(e.variants[i].name), nil
-}
-
-// userContent reads the untagged enum UserContent: a string, else a
-// sequence of content blocks; any failure of both is one message.
-func (d *decoder) userContent(v wire.Value) (wire.Value, *Error) {
-	if v.Kind == wire.KindString {
-		return v, nil
-	}
-	if out, _, err := d.decode(seqOf(contentBlock), v); err == nil {
-		return out, nil
-	}
-	return wire.Value{}, badEntry("data did not match any variant of untagged enum UserContent")
+	return i, nil
 }

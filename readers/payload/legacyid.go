@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"pisess/readers"
-	"pisess/writers/wire"
 )
 
 // legacyIDDomain prefixes every hash of a legacy id (FORMAT.md §10).
@@ -30,15 +29,16 @@ const legacyIDCounters = 100
 // bashExecution message with two or more extra members, which the reference
 // writes in hash-map order, gets a different id on every run there.
 func (e *Entry) LegacyID(taken func(string) bool) (string, error) {
-	if len(e.extra) >= 2 {
+	if extra := e.extraMembers(); len(extra) >= 2 {
 		return "", &Error{
 			Class: readers.ClassNondeterministic,
-			Detail: "entry has no id and its bashExecution message has " + strconv.Itoa(len(e.extra)) +
-				" extra members (" + strings.Join(e.extra, ", ") + "): the reference serializes them in " +
+			Detail: "entry has no id and its bashExecution message has " + strconv.Itoa(len(extra)) +
+				" extra members (" + strings.Join(extra, ", ") + "): the reference serializes them in " +
 				"hash-map order, so the id it derives differs from run to run",
 		}
 	}
-	enc := wire.AppendCompact(nil, withoutID(e.typed))
+	// The reference hashes the entry as it was read, before it had an id.
+	enc := e.write(nil, typedOrder, true)
 	for c := uint32(0); c < legacyIDCounters; c++ {
 		if id := legacyCandidate(enc, c); !taken(id) {
 			return id, nil
@@ -60,17 +60,4 @@ func legacyCandidate(enc []byte, counter uint32) string {
 	binary.BigEndian.PutUint32(c[:], counter)
 	h.Write(c[:])
 	return hex.EncodeToString(h.Sum(nil))[:8]
-}
-
-// withoutID drops the entry's id: the reference hashes the entry as it was
-// read, before it had one.
-func withoutID(v wire.Value) wire.Value {
-	out := v
-	out.Obj = make([]wire.Member, 0, len(v.Obj))
-	for _, m := range v.Obj {
-		if m.Key != "id" {
-			out.Obj = append(out.Obj, m)
-		}
-	}
-	return out
 }

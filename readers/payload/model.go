@@ -1,6 +1,10 @@
 package payload
 
-import "pisess/readers"
+import (
+	"sort"
+
+	"pisess/readers"
+)
 
 // This file describes the reference's session-entry types (src/session.rs
 // SessionEntry and the entry structs, src/model.rs for messages and content)
@@ -48,6 +52,9 @@ type field struct {
 	// flatten is #[serde(flatten)]: the member's own members sit in the
 	// enclosing object.
 	flatten bool
+	// rank is the name's place among all the model's names in byte order
+	// (set by init): comparing ranks sorts members as comparing names would.
+	rank int
 }
 
 // structDef is a derived struct, or the struct body of an enum variant.
@@ -57,31 +64,45 @@ type structDef struct {
 	// "struct variant SessionMessage::User".
 	expecting string
 	fields    []field
+
+	// Set by init: whether a member is flattened, and the signature
+	// (nameSig) of each member's name, or 0 when the member is flattened.
+	flatten bool
+	sigs    []uint32
+	// id tells the structs apart in reader.bound; never 0.
+	id uint32
 }
 
-func (s *structDef) hasFlatten() bool {
-	for _, f := range s.fields {
-		if f.flatten {
-			return true
-		}
-	}
-	return false
-}
+func (s *structDef) hasFlatten() bool { return s.flatten }
 
 // own returns the index of the non-flattened member named key, or -1.
-func (s *structDef) own(key string) int {
-	for i, f := range s.fields {
-		if !f.flatten && f.name == key {
+// Every member of every object is looked up so, most of them in vain:
+// comparing signatures first makes a miss cost an integer comparison.
+func (s *structDef) own(key []byte) int {
+	sig := nameSig(key)
+	for i, fs := range s.sigs {
+		if fs == sig && s.fields[i].name == string(key) {
 			return i
 		}
 	}
 	return -1
 }
 
+// nameSig sums up a name in a word: its length and three of its bytes. It
+// is never 0.
+func nameSig[S string | []byte](name S) uint32 {
+	n := len(name)
+	if n == 0 {
+		return 1 << 31
+	}
+	return uint32(n&0x7f|0x80) | uint32(name[0])<<8 | uint32(name[n/2])<<16 | uint32(name[n-1])<<24
+}
+
 // enumDef is an enum: internally tagged (tag set) or of unit variants.
 type enumDef struct {
 	name     string
 	tag      string
+	tagRank  int // the tag's rank (see field.rank)
 	variants []variant
 	// unknownClass classifies an unknown variant (an unknown entry type or
 	// message role is worth its own class).
@@ -101,9 +122,9 @@ func (e *enumDef) names() []string {
 	return out
 }
 
-func (e *enumDef) lookup(name string) int {
+func (e *enumDef) lookup(name []byte) int {
 	for i, v := range e.variants {
-		if v.name == name {
+		if v.name == string(name) {
 			return i
 		}
 	}
@@ -148,22 +169,22 @@ var (
 		name: "ContentBlock",
 		tag:  "type",
 		variants: []variant{
-			{"text", &structDef{"struct TextContent", []field{
+			{"text", &structDef{expecting: "struct TextContent", fields: []field{
 				req("text", tString),
 				opt("textSignature", tString),
 			}}},
-			{"thinking", &structDef{"struct ThinkingContent", []field{
+			{"thinking", &structDef{expecting: "struct ThinkingContent", fields: []field{
 				req("thinking", tString),
 				opt("thinkingSignature", tString),
 			}}},
-			{"redacted_thinking", &structDef{"struct RedactedThinkingContent", []field{
+			{"redacted_thinking", &structDef{expecting: "struct RedactedThinkingContent", fields: []field{
 				req("data", tString),
 			}}},
-			{"image", &structDef{"struct ImageContent", []field{
+			{"image", &structDef{expecting: "struct ImageContent", fields: []field{
 				req("data", tString),
 				req("mimeType", tString),
 			}}},
-			{"toolCall", &structDef{"struct ToolCall", []field{
+			{"toolCall", &structDef{expecting: "struct ToolCall", fields: []field{
 				req("id", tString),
 				req("name", tString),
 				req("arguments", tValue),
@@ -173,7 +194,10 @@ var (
 		unknownClass: readers.ClassBadEntry,
 	}}
 
-	cost = &structDef{"struct Cost", []field{
+	// contentBlocks is Vec<ContentBlock>.
+	contentBlocks = seqOf(contentBlock)
+
+	cost = &structDef{expecting: "struct Cost", fields: []field{
 		req("input", tF64),
 		req("output", tF64),
 		req("cacheRead", tF64),
@@ -181,7 +205,7 @@ var (
 		req("total", tF64),
 	}}
 
-	usage = &structDef{"struct Usage", []field{
+	usage = &structDef{expecting: "struct Usage", fields: []field{
 		req("input", tU64),
 		req("output", tU64),
 		req("cacheRead", tU64),
@@ -199,14 +223,14 @@ var (
 		unknownClass: readers.ClassBadEntry,
 	}}
 
-	stopDetails = &structDef{"struct StopDetails", []field{
+	stopDetails = &structDef{expecting: "struct StopDetails", fields: []field{
 		req("type", tString),
 		optNull("category", tString),
 		optNull("explanation", tString),
 	}}
 
-	assistantMessage = &structDef{"struct AssistantMessage", []field{
-		req("content", seqOf(contentBlock)),
+	assistantMessage = &structDef{expecting: "struct AssistantMessage", fields: []field{
+		req("content", contentBlocks),
 		req("api", tString),
 		req("provider", tString),
 		req("model", tString),
@@ -223,29 +247,29 @@ var sessionMessage = &typ{kind: kTagged, en: &enumDef{
 	name: "SessionMessage",
 	tag:  "role",
 	variants: []variant{
-		{"user", &structDef{"struct variant SessionMessage::User", []field{
+		{"user", &structDef{expecting: "struct variant SessionMessage::User", fields: []field{
 			req("content", tUserContent),
 			opt("timestamp", tI64),
 		}}},
-		{"assistant", &structDef{"struct variant SessionMessage::Assistant", []field{
+		{"assistant", &structDef{expecting: "struct variant SessionMessage::Assistant", fields: []field{
 			flattened("message", structOf(assistantMessage)),
 		}}},
-		{"toolResult", &structDef{"struct variant SessionMessage::ToolResult", []field{
+		{"toolResult", &structDef{expecting: "struct variant SessionMessage::ToolResult", fields: []field{
 			req("toolCallId", tString),
 			req("toolName", tString),
-			req("content", seqOf(contentBlock)),
+			req("content", contentBlocks),
 			opt("details", tValue),
 			defaulted(req("isError", tBool)),
 			opt("timestamp", tI64),
 		}}},
-		{"custom", &structDef{"struct variant SessionMessage::Custom", []field{
+		{"custom", &structDef{expecting: "struct variant SessionMessage::Custom", fields: []field{
 			req("customType", tString),
 			req("content", tString),
 			defaulted(req("display", tBool)),
 			opt("details", tValue),
 			opt("timestamp", tI64),
 		}}},
-		{"bashExecution", &structDef{"struct variant SessionMessage::BashExecution", []field{
+		{"bashExecution", &structDef{expecting: "struct variant SessionMessage::BashExecution", fields: []field{
 			req("command", tString),
 			req("output", tString),
 			req("exitCode", tI32),
@@ -255,11 +279,11 @@ var sessionMessage = &typ{kind: kTagged, en: &enumDef{
 			opt("timestamp", tI64),
 			flattened("extra", tExtra),
 		}}},
-		{"branchSummary", &structDef{"struct variant SessionMessage::BranchSummary", []field{
+		{"branchSummary", &structDef{expecting: "struct variant SessionMessage::BranchSummary", fields: []field{
 			req("summary", tString),
 			req("fromId", tString),
 		}}},
-		{"compactionSummary", &structDef{"struct variant SessionMessage::CompactionSummary", []field{
+		{"compactionSummary", &structDef{expecting: "struct variant SessionMessage::CompactionSummary", fields: []field{
 			req("summary", tString),
 			req("tokensBefore", tU64),
 		}}},
@@ -268,7 +292,7 @@ var sessionMessage = &typ{kind: kTagged, en: &enumDef{
 }}
 
 // entryBase is EntryBase, flattened into every entry.
-var entryBase = &structDef{"struct EntryBase", []field{
+var entryBase = &structDef{expecting: "struct EntryBase", fields: []field{
 	opt("id", tString),
 	opt("parentId", tString),
 	req("timestamp", tString),
@@ -282,20 +306,20 @@ var sessionEntry = &enumDef{
 	name: "SessionEntry",
 	tag:  "type",
 	variants: []variant{
-		{"message", &structDef{"struct MessageEntry", []field{
+		{"message", &structDef{expecting: "struct MessageEntry", fields: []field{
 			base(),
 			req("message", sessionMessage),
 		}}},
-		{"model_change", &structDef{"struct ModelChangeEntry", []field{
+		{"model_change", &structDef{expecting: "struct ModelChangeEntry", fields: []field{
 			base(),
 			req("provider", tString),
 			req("modelId", tString),
 		}}},
-		{"thinking_level_change", &structDef{"struct ThinkingLevelChangeEntry", []field{
+		{"thinking_level_change", &structDef{expecting: "struct ThinkingLevelChangeEntry", fields: []field{
 			base(),
 			req("thinkingLevel", tString),
 		}}},
-		{"compaction", &structDef{"struct CompactionEntry", []field{
+		{"compaction", &structDef{expecting: "struct CompactionEntry", fields: []field{
 			base(),
 			req("summary", tString),
 			req("firstKeptEntryId", tString),
@@ -303,27 +327,98 @@ var sessionEntry = &enumDef{
 			opt("details", tValue),
 			opt("fromHook", tBool),
 		}}},
-		{"branch_summary", &structDef{"struct BranchSummaryEntry", []field{
+		{"branch_summary", &structDef{expecting: "struct BranchSummaryEntry", fields: []field{
 			base(),
 			req("fromId", tString),
 			req("summary", tString),
 			opt("details", tValue),
 			opt("fromHook", tBool),
 		}}},
-		{"label", &structDef{"struct LabelEntry", []field{
+		{"label", &structDef{expecting: "struct LabelEntry", fields: []field{
 			base(),
 			req("targetId", tString),
 			opt("label", tString),
 		}}},
-		{"session_info", &structDef{"struct SessionInfoEntry", []field{
+		{"session_info", &structDef{expecting: "struct SessionInfoEntry", fields: []field{
 			base(),
 			opt("name", tString),
 		}}},
-		{"custom", &structDef{"struct CustomEntry", []field{
+		{"custom", &structDef{expecting: "struct CustomEntry", fields: []field{
 			base(),
 			req("customType", tString),
 			opt("data", tValue),
 		}}},
 	},
 	unknownClass: readers.ClassUnknownType,
+}
+
+// init completes the model: each struct's index of its members, and the
+// rank of every name, so that sorting an object's members compares
+// integers. Nothing changes afterwards.
+func init() {
+	var structs []*structDef
+	var enums []*enumDef
+	seen := map[any]bool{}
+	var visit func(t *typ)
+	visitStruct := func(s *structDef) {
+		if seen[s] {
+			return
+		}
+		seen[s] = true
+		structs = append(structs, s)
+		for _, f := range s.fields {
+			visit(f.t)
+		}
+	}
+	visitEnum := func(e *enumDef) {
+		if seen[e] {
+			return
+		}
+		seen[e] = true
+		enums = append(enums, e)
+		for _, v := range e.variants {
+			if v.body != nil {
+				visitStruct(v.body)
+			}
+		}
+	}
+	visit = func(t *typ) {
+		switch {
+		case t.elem != nil:
+			visit(t.elem)
+		case t.st != nil:
+			visitStruct(t.st)
+		case t.en != nil:
+			visitEnum(t.en)
+		}
+	}
+	visitEnum(sessionEntry)
+
+	var names []string
+	for _, s := range structs {
+		for _, f := range s.fields {
+			names = append(names, f.name)
+		}
+	}
+	for _, e := range enums {
+		names = append(names, e.tag)
+	}
+	sort.Strings(names)
+	rank := func(name string) int { return sort.SearchStrings(names, name) }
+	for id, s := range structs {
+		s.id = uint32(id + 1)
+		s.sigs = make([]uint32, len(s.fields))
+		for i := range s.fields {
+			f := &s.fields[i]
+			f.rank = rank(f.name)
+			if f.flatten {
+				s.flatten = true
+			} else {
+				s.sigs[i] = nameSig(f.name)
+			}
+		}
+	}
+	for _, e := range enums {
+		e.tagRank = rank(e.tag)
+	}
 }

@@ -2,6 +2,7 @@ package payload
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 
 	"pisess/readers"
@@ -18,50 +19,108 @@ import (
 // trailing characters.
 
 // Decode reads one entry line, with its trailing newline if it had one, and
-// accepts or refuses it as the reference does. A refusal is an *Error.
+// accepts or refuses it as the reference does. A refusal is an *Error. The
+// entry keeps a copy of line, which the caller may reuse.
 func Decode(line []byte) (*Entry, error) {
-	e, err := decodeLine(line)
+	// A decoder of its own, which the entry keeps, reading a copy.
+	return new(Decoder).Decode(append([]byte(nil), line...))
+}
+
+// Decoder is Decode for a reader that decodes many lines: it keeps its
+// working memory (the parsed line, member lists) from one line to the next
+// instead of allocating it again, and copies nothing. The price is a
+// shorter life for what it returns: an entry's exported fields are its
+// own, but its Canonical, AppendCanonical, Typed and LegacyID read the
+// line, and work only until the next Decode and while line is unchanged.
+// The zero Decoder is ready to use; it is not safe for concurrent use.
+type Decoder struct {
+	tape  wire.Tape
+	lists []int
+	bound []uint32
+	outs  []out
+	top   topTag
+	hook  wire.TapeHook // top.hook, made once
+}
+
+// Decode reads one entry line as the package's Decode does, but see
+// Decoder for how long the entry's methods may be used.
+func (dec *Decoder) Decode(line []byte) (*Entry, error) {
+	e, err := dec.decode(line)
 	if err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-func decodeLine(line []byte) (*Entry, *Error) {
+func (dec *Decoder) decode(line []byte) (*Entry, *Error) {
 	if i := skipWS(line, 0); i < len(line) && line[i] == '[' {
 		return nil, decodeTopArray(line, i)
 	}
-	top := topTag{idx: -1, line: line}
-	v, end, trailing, err := parse(line, top.hook)
-	if err != nil {
-		if top.err != nil {
+	if dec.hook == nil {
+		dec.hook = dec.top.hook
+	}
+	dec.top = topTag{idx: -1, line: line}
+	t := &dec.tape
+	if err := t.Parse(line, dec.hook); err != nil {
+		if dec.top.err != nil {
 			// The hook stopped the read; the JSON layer positioned it.
-			return nil, &Error{Class: top.err.Class, Detail: err.Error()}
+			return nil, &Error{Class: dec.top.err.Class, Detail: err.Error()}
 		}
 		return nil, fromSyntax(err)
 	}
-	if v.Kind != wire.KindObject {
+	// The reference looks for trailing characters only once it has read
+	// the entry: a refused entry is reported before trailing garbage.
+	trailing := t.Trailing()
+	if t.Kind(0) != wire.KindObject {
 		return nil, positioned(readers.ClassBadEntry,
-			msgInvalidType(v, "internally tagged enum "+sessionEntry.name), line, end)
+			msgInvalidType(t.Value(0), "internally tagged enum "+sessionEntry.name), line, t.End())
 	}
-	if top.idx < 0 {
-		return nil, positioned(readers.ClassBadEntry, msgMissingField(sessionEntry.tag), line, end)
+	idx := dec.top.idx
+	if idx < 0 {
+		return nil, positioned(readers.ClassBadEntry, msgMissingField(sessionEntry.tag), line, t.End())
 	}
-	rest := make([]wire.Member, 0, len(v.Obj))
-	for _, m := range v.Obj {
-		if m.Key != sessionEntry.tag {
-			rest = append(rest, m)
-		}
-	}
-	var d decoder
-	typed, derr := d.variantBody(sessionEntry, top.idx, wire.Object(rest...))
-	if derr != nil {
-		return nil, derr
+	r := reader{t: t, lists: dec.lists[:0], bound: dec.bound[:0]}
+	r.bound = slices.Grow(r.bound, t.Nodes())[:t.Nodes()]
+	clear(r.bound)
+	defer func() { dec.lists, dec.bound = r.lists[:0], r.bound }()
+	if err := r.checkStruct(sessionEntry.variants[idx].body, wire.KindObject, r.members(0, sessionEntry.tag)); err != nil {
+		return nil, err
 	}
 	if trailing != nil {
 		return nil, fromSyntax(trailing)
 	}
-	return newEntry(typed, d.extraKeys), nil
+	e := &Entry{dec: dec, variant: idx}
+	e.fill(&r)
+	return e, nil
+}
+
+// fill sets the entry's exported fields from the members the reference
+// writes at its top level (and the role of its message).
+func (e *Entry) fill(r *reader) {
+	e.Type = sessionEntry.variants[e.variant].name
+	w := writer{reader: *r, outs: e.dec.outs[:0]}
+	w.variant(sessionEntry, e.variant, wire.KindObject, w.members(0, sessionEntry.tag), true)
+	r.lists, e.dec.outs = w.lists, w.outs[:0]
+	for _, m := range w.outs {
+		if m.t == nil {
+			continue // a default or a null
+		}
+		switch m.key {
+		case "id":
+			e.ID, e.HasID = r.t.Str(m.node), true
+		case "parentId":
+			e.ParentID, e.HasParent = r.t.Str(m.node), true
+		case "timestamp":
+			e.Timestamp = r.t.Str(m.node)
+		case "message":
+			if idx, _, _, err := r.tagged(sessionMessage.en, m.node); err == nil {
+				e.Role = sessionMessage.en.variants[idx].name
+			}
+		case "name":
+			name := r.t.Str(m.node)
+			e.Name = &name
+		}
+	}
 }
 
 // topTag follows the `type` members of the top-level object as the parser
@@ -72,8 +131,8 @@ type topTag struct {
 	err  *Error // the refusal the hook stopped the parse with
 }
 
-func (t *topTag) hook(m wire.TopMember) error {
-	if m.Key != sessionEntry.tag {
+func (t *topTag) hook(tape *wire.Tape, m wire.TapeMember) error {
+	if string(tape.StrBytes(m.Key)) != sessionEntry.tag {
 		return nil
 	}
 	if t.idx >= 0 {
@@ -83,11 +142,17 @@ func (t *topTag) hook(m wire.TopMember) error {
 		t.err = badEntry(msgDuplicateField(sessionEntry.tag))
 		return &wire.HookError{Msg: t.err.Detail, At: skipWS(t.line, m.KeyEnd)}
 	}
-	idx, err := topVariant(m.Value)
+	var idx int
+	var err *Error
+	if tape.Kind(m.Value) == wire.KindString {
+		idx, err = variantNamed(tape.StrBytes(m.Value))
+	} else {
+		idx, err = topVariant(tape.Value(m.Value))
+	}
 	if err != nil {
 		t.err = err
 		at := m.ValueEnd
-		if m.Value.Kind == wire.KindArray || m.Value.Kind == wire.KindObject {
+		if k := tape.Kind(m.Value); k == wire.KindArray || k == wire.KindObject {
 			// serde_json refuses a container before reading into it.
 			at = m.ValueStart
 		}
@@ -103,10 +168,14 @@ func topVariant(v wire.Value) (int, *Error) {
 	if v.Kind != wire.KindString {
 		return -1, &Error{Class: readers.ClassUnknownType, Detail: msgInvalidType(v, "variant identifier")}
 	}
-	if i := sessionEntry.lookup(v.Str); i >= 0 {
+	return variantNamed([]byte(v.Str))
+}
+
+func variantNamed(name []byte) (int, *Error) {
+	if i := sessionEntry.lookup(name); i >= 0 {
 		return i, nil
 	}
-	return -1, &Error{Class: readers.ClassUnknownType, Detail: msgUnknownVariant(v.Str, sessionEntry.names())}
+	return -1, &Error{Class: readers.ClassUnknownType, Detail: msgUnknownVariant(string(name), sessionEntry.names())}
 }
 
 // decodeTopArray handles a line holding an array: serde takes its first

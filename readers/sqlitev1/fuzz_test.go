@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"pisess/fixtures"
 	"pisess/readers"
 	"pisess/readers/payload"
 )
@@ -19,7 +20,7 @@ const fuzzHeader = `{"type":"session","version":3,"id":"7c1d2e3f-0000-4000-8000-
 // they hold, the reader does not panic, every failure is a classified
 // *readers.RefusedError, and what it accepts is well formed.
 func FuzzSQLiteEntryJSON(f *testing.F) {
-	seeds, _ := filepath.Glob(filepath.Join(vectorsDir, "*", "*", "source.jsonl"))
+	seeds, _ := filepath.Glob(filepath.Join(fixtures.VectorsDir(f), "*", "*", "source.jsonl"))
 	for _, p := range seeds {
 		b, err := os.ReadFile(p)
 		if err != nil || len(b) > 32<<10 {

@@ -2,7 +2,6 @@ package sqlitev1
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -15,14 +14,16 @@ import (
 	"strings"
 	"testing"
 
+	"pisess/fixtures"
 	"pisess/readers"
 	"pisess/readers/jsonl"
 )
 
-const vectorsDir = "/work/shared/vectors"
-
-// A realpi session with branches, read by both readers.
-var branchingSession = filepath.Join(vectorsDir, "realpi", "01a20023-7338-7011-8430-2cb87c0c4faf", "source.jsonl")
+// branchingSession is a realpi session with branches, read by both readers.
+func branchingSession(tb testing.TB) string {
+	tb.Helper()
+	return filepath.Join(fixtures.VectorsDir(tb), "realpi", "01a20023-7338-7011-8430-2cb87c0c4faf", "source.jsonl")
+}
 
 // splitSession returns a JSONL session's header line and entry lines,
 // without newlines, skipping blank lines.
@@ -198,8 +199,6 @@ func mustRefuse(tb testing.TB, err error, class readers.Class, line int64, reaso
 	}
 	return r
 }
-
-var _ = context.Background
 
 func openRaw(tb testing.TB, path string) *sql.DB {
 	tb.Helper()

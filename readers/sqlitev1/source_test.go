@@ -8,18 +8,20 @@ import (
 	"testing"
 	"time"
 
+	"pisess/fixtures"
 	"pisess/readers"
 )
 
 // TestSameAsJSONL: a session stored in SQLite reads as the same session in
 // JSONL does, payload for payload.
 func TestSameAsJSONL(t *testing.T) {
+	vectors := fixtures.VectorsDir(t)
 	for _, src := range []string{
-		branchingSession,
-		filepath.Join(vectorsDir, "accept", "tricky", "source.jsonl"),
-		filepath.Join(vectorsDir, "accept", "idless_entries", "source.jsonl"),
-		filepath.Join(vectorsDir, "accept", "header_only", "source.jsonl"),
-		filepath.Join(vectorsDir, "realpi", "01a20023-7353-71a3-8d4c-642cfca7f2ee", "source.jsonl"),
+		branchingSession(t),
+		filepath.Join(vectors, "accept", "tricky", "source.jsonl"),
+		filepath.Join(vectors, "accept", "idless_entries", "source.jsonl"),
+		filepath.Join(vectors, "accept", "header_only", "source.jsonl"),
+		filepath.Join(vectors, "realpi", "01a20023-7353-71a3-8d4c-642cfca7f2ee", "source.jsonl"),
 	} {
 		t.Run(filepath.Base(filepath.Dir(src)), func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "s.sqlite")
@@ -41,7 +43,7 @@ func TestSameAsJSONL(t *testing.T) {
 func TestLiveWriter(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "s.sqlite")
-	startChild(t, "live", db, branchingSession)
+	startChild(t, "live", db, branchingSession(t))
 	if _, err := os.Stat(db + "-wal"); err != nil {
 		t.Fatalf("writer left no WAL: %v", err)
 	}
@@ -62,7 +64,7 @@ func TestLiveWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameEntries(t, got, jsonlEntries(t, branchingSession))
+	sameEntries(t, got, jsonlEntries(t, branchingSession(t)))
 	if after := dirState(t, dir); after != before {
 		t.Fatalf("directory changed:\n%s\n->\n%s", before, after)
 	}
@@ -74,7 +76,7 @@ func TestLiveWriter(t *testing.T) {
 func TestHotWAL(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "s.sqlite")
-	c := startChild(t, "live", db, branchingSession)
+	c := startChild(t, "live", db, branchingSession(t))
 	c.kill(t)
 	before := dirState(t, dir)
 	if !strings.Contains(before, "s.sqlite-wal") {
@@ -84,7 +86,7 @@ func TestHotWAL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameEntries(t, got, jsonlEntries(t, branchingSession))
+	sameEntries(t, got, jsonlEntries(t, branchingSession(t)))
 	if after := dirState(t, dir); after != before {
 		t.Fatalf("directory changed:\n%s\n->\n%s", before, after)
 	}
@@ -97,7 +99,7 @@ func TestHotWAL(t *testing.T) {
 func TestHotJournal(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "s.sqlite")
-	c := startChild(t, "hot-journal", db, branchingSession)
+	c := startChild(t, "hot-journal", db, branchingSession(t))
 	c.kill(t)
 	before := dirState(t, dir)
 	if !strings.Contains(before, "s.sqlite-journal") {
@@ -119,7 +121,7 @@ func TestHotJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameEntries(t, got, jsonlEntries(t, branchingSession))
+	sameEntries(t, got, jsonlEntries(t, branchingSession(t)))
 	if after := dirState(t, dir); after != before {
 		t.Fatalf("directory changed:\n%s\n->\n%s", before, after)
 	}
@@ -134,9 +136,9 @@ func TestReadOnlyDir(t *testing.T) {
 			dir := t.TempDir()
 			db := filepath.Join(dir, "s.sqlite")
 			if name == "hot-wal" {
-				startChild(t, "live", db, branchingSession).kill(t)
+				startChild(t, "live", db, branchingSession(t)).kill(t)
 			} else {
-				h, e := sessionRows(t, branchingSession)
+				h, e := sessionRows(t, branchingSession(t))
 				buildDB(t, db, h, e)
 			}
 			if err := os.Chmod(dir, 0o555); err != nil {
@@ -148,7 +150,7 @@ func TestReadOnlyDir(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sameEntries(t, got, jsonlEntries(t, branchingSession))
+			sameEntries(t, got, jsonlEntries(t, branchingSession(t)))
 			if after := dirState(t, dir); after != before {
 				t.Fatalf("directory changed:\n%s\n->\n%s", before, after)
 			}
@@ -167,7 +169,7 @@ func TestLocked(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			db := filepath.Join(dir, "s.sqlite")
-			startChild(t, mode, db, branchingSession)
+			startChild(t, mode, db, branchingSession(t))
 			before := dirState(t, dir)
 			start := time.Now()
 			_, err := readAll(t, db, Options{BusyTimeout: 300 * time.Millisecond})
@@ -182,18 +184,18 @@ func TestLocked(t *testing.T) {
 	}
 	t.Run("begin-wal", func(t *testing.T) {
 		db := filepath.Join(t.TempDir(), "s.sqlite")
-		startChild(t, "begin-wal", db, branchingSession)
+		startChild(t, "begin-wal", db, branchingSession(t))
 		got, err := readAll(t, db, Options{BusyTimeout: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sameEntries(t, got, jsonlEntries(t, branchingSession))
+		sameEntries(t, got, jsonlEntries(t, branchingSession(t)))
 	})
 }
 
 // TestRefusals: one database per problem, each refused with its class.
 func TestRefusals(t *testing.T) {
-	header, lines, err := splitSession(branchingSession)
+	header, lines, err := splitSession(branchingSession(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +266,7 @@ func TestBadFiles(t *testing.T) {
 
 	// A real database whose pages after the header are overwritten.
 	damaged := filepath.Join(dir, "damaged.sqlite")
-	h, e := sessionRows(t, branchingSession)
+	h, e := sessionRows(t, branchingSession(t))
 	buildDB(t, damaged, h, e)
 	b, _ := os.ReadFile(damaged)
 	rand.Read(b[4096:])
@@ -290,7 +292,7 @@ func TestBadFiles(t *testing.T) {
 func TestNoTempLeft(t *testing.T) {
 	tmp := t.TempDir()
 	db := filepath.Join(t.TempDir(), "s.sqlite")
-	h, e := sessionRows(t, branchingSession)
+	h, e := sessionRows(t, branchingSession(t))
 	buildDB(t, db, h, e)
 	if _, err := readAll(t, db, Options{TempDir: tmp}); err != nil {
 		t.Fatal(err)

@@ -13,18 +13,27 @@ type fields struct {
 	doc    DocKind
 	prefix string
 	names  []string
-	vals   []Value
-	have   []bool
+	obj    []Member // the object's members
+	at     []int16  // at[i] is member i's index in obj, -1 when absent
 	err    *DocError
 }
 
+// val returns member i's value (which must be present).
+func (f *fields) val(i int) *Value { return &f.obj[f.at[i]].Value }
+
+// has reports whether member i is present.
+func (f *fields) has(i int) bool { return f.at[i] >= 0 }
+
 func decodeObject(doc DocKind, prefix string, v Value, names []string, allowUnknown bool) *fields {
-	f := &fields{doc: doc, prefix: prefix, names: names, vals: make([]Value, len(names)), have: make([]bool, len(names))}
+	f := &fields{doc: doc, prefix: prefix, names: names, obj: v.Obj, at: make([]int16, len(names))}
+	for i := range f.at {
+		f.at[i] = -1
+	}
 	if v.Kind != KindObject {
 		f.err = docErr(doc, trimDot(prefix), "expected an object, found "+v.Kind.String())
 		return f
 	}
-	for _, m := range v.Obj {
+	for k, m := range v.Obj {
 		i := indexOf(names, m.Key)
 		if i < 0 {
 			if allowUnknown {
@@ -33,12 +42,15 @@ func decodeObject(doc DocKind, prefix string, v Value, names []string, allowUnkn
 			f.err = docErr(doc, prefix+m.Key, "unknown member")
 			return f
 		}
-		if f.have[i] {
+		if f.at[i] >= 0 {
 			f.err = docErr(doc, prefix+m.Key, "duplicate member")
 			return f
 		}
-		f.have[i] = true
-		f.vals[i] = m.Value
+		if k > 1<<15-1 {
+			f.err = docErr(doc, trimDot(prefix), "too many members")
+			return f
+		}
+		f.at[i] = int16(k)
 	}
 	return f
 }
@@ -70,7 +82,7 @@ func (f *fields) required(i int) bool {
 	if f.err != nil {
 		return false
 	}
-	if !f.have[i] {
+	if !f.has(i) {
 		f.fail(i, "missing member")
 		return false
 	}
@@ -80,11 +92,11 @@ func (f *fields) required(i int) bool {
 // optional reports whether member i holds a value: absent and null both
 // mean "none", as for a serde Option.
 func (f *fields) optional(i int) bool {
-	return f.err == nil && f.have[i] && f.vals[i].Kind != KindNull
+	return f.err == nil && f.has(i) && f.val(i).Kind != KindNull
 }
 
 func (f *fields) wrongType(i int, want string) {
-	f.fail(i, "expected "+want+", found "+f.vals[i].Kind.String())
+	f.fail(i, "expected "+want+", found "+f.val(i).Kind.String())
 }
 
 func (f *fields) str(i int) string {
@@ -102,7 +114,7 @@ func (f *fields) optStr(i int) (string, bool) {
 }
 
 func (f *fields) strValue(i int) string {
-	v := f.vals[i]
+	v := f.val(i)
 	if v.Kind != KindString {
 		f.wrongType(i, "a string")
 		return ""
@@ -116,7 +128,7 @@ func (f *fields) u64(i int) uint64 {
 	if !f.required(i) {
 		return 0
 	}
-	v := f.vals[i]
+	v := f.val(i)
 	if v.Kind != KindNumber {
 		f.wrongType(i, "an unsigned integer")
 		return 0
@@ -137,7 +149,7 @@ func (f *fields) i64(i int) int64 {
 	if !f.required(i) {
 		return 0
 	}
-	v := f.vals[i]
+	v := f.val(i)
 	if v.Kind != KindNumber {
 		f.wrongType(i, "an integer")
 		return 0
@@ -160,7 +172,7 @@ func (f *fields) boolean(i int) bool {
 	if !f.required(i) {
 		return false
 	}
-	v := f.vals[i]
+	v := f.val(i)
 	if v.Kind != KindBool {
 		f.wrongType(i, "a boolean")
 		return false
@@ -173,7 +185,7 @@ func (f *fields) object(i int) (Value, bool) {
 	if !f.required(i) {
 		return Value{}, false
 	}
-	return f.vals[i], true
+	return *f.val(i), true
 }
 
 // nested decodes member i as an object with its own member list.
@@ -184,7 +196,11 @@ func (f *fields) nested(i int, names []string, allowUnknown bool) *fields {
 
 func (f *fields) nestedValue(i int, v Value, names []string, allowUnknown bool) *fields {
 	if f.err != nil {
-		return &fields{doc: f.doc, names: names, vals: make([]Value, len(names)), have: make([]bool, len(names)), err: f.err}
+		n := &fields{doc: f.doc, names: names, at: make([]int16, len(names)), err: f.err}
+		for i := range n.at {
+			n.at[i] = -1
+		}
+		return n
 	}
 	n := decodeObject(f.doc, f.prefix+f.names[i]+".", v, names, allowUnknown)
 	return n

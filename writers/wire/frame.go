@@ -103,7 +103,7 @@ func parseFrame(line []byte, fast bool) (Frame, error) {
 		start, end int
 	)
 	if fast {
-		v, start, end, fast = decodeFast(body, "payload")
+		v, start, end, fast = decodeFast(body, frameNames, "payload")
 	}
 	if !fast {
 		v, err = parseDoc(DocFrame, body, func(m TopMember) error {

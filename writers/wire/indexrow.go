@@ -69,7 +69,7 @@ func parseIndexRow(line []byte, fast bool) (IndexRow, error) {
 	}
 	var v Value
 	if fast {
-		v, _, _, fast = decodeFast(body, "")
+		v, _, _, fast = decodeFast(body, indexRowNames, "")
 	}
 	if !fast {
 		if v, err = parseDoc(DocIndexRow, body, nil); err != nil {

@@ -108,7 +108,7 @@ func ParseRollbackIntent(b []byte) (RollbackIntent, error) {
 	r.RetainedIndexSHA256 = d.str(4)
 	r.RetainedIndexBytes = d.u64(5)
 	if d.optional(6) {
-		m := d.nestedValue(6, d.vals[6], intentManifestNames, true)
+		m := d.nestedValue(6, *d.val(6), intentManifestNames, true)
 		r.Manifest = &IntentManifest{SessionID: m.str(0), SourceFormat: SourceFormat(m.str(1)), CreatedAt: m.str(2)}
 		d.join(m)
 	}

@@ -172,6 +172,9 @@ func ParseTape(b []byte, hook TapeHook) (*Tape, error) {
 // place: b must not change while t is in use.
 func (t *Tape) Parse(b []byte, hook TapeHook) error {
 	*t = Tape{text: b, nodes: t.nodes[:0], unesc: t.unesc[:0]}
+	if t.nodes == nil {
+		t.nodes = make([]node, 0, 32) // enough for most documents of this format
+	}
 	p := parser{b: b, depth: recursionLimit, t: t, hook: hook}
 	if err := p.value(true); err != nil {
 		return err

@@ -1,6 +1,9 @@
 package wire
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // A frame's payload is a serde RawValue in the reference: its reader does
 // not build the payload, it only checks its syntax (serde_json's
@@ -82,7 +85,7 @@ func scanObject(b []byte, members []rawMember) ([]rawMember, bool) {
 // container) through ParseJSON of that value alone. The member named raw
 // is not built: its span is returned (start -1 when absent) and its value
 // is a placeholder. ok is false when the fast path does not apply.
-func decodeFast(b []byte, raw string) (v Value, start, end int, ok bool) {
+func decodeFast(b []byte, names []string, raw string) (v Value, start, end int, ok bool) {
 	var buf [12]rawMember
 	members, ok := scanObject(b, buf[:0])
 	if !ok {
@@ -91,7 +94,7 @@ func decodeFast(b []byte, raw string) (v Value, start, end int, ok bool) {
 	start, end = -1, -1
 	obj := make([]Member, len(members))
 	for k, m := range members {
-		obj[k].Key = string(m.key)
+		obj[k].Key = intern(m.key, names)
 		if raw != "" && obj[k].Key == raw {
 			if start >= 0 {
 				return Value{}, 0, 0, false // a repeated raw member: let the full parse refuse it
@@ -105,6 +108,17 @@ func decodeFast(b []byte, raw string) (v Value, start, end int, ok bool) {
 		}
 	}
 	return Value{Kind: KindObject, Obj: obj}, start, end, true
+}
+
+// intern returns the name in names equal to key, without allocating, or a
+// copy of key when there is none (an unknown member, about to be refused).
+func intern(key []byte, names []string) string {
+	for _, n := range names {
+		if string(key) == n {
+			return n
+		}
+	}
+	return string(key)
 }
 
 // flatValue is ParseJSON of one checked value, short-cut for the common
@@ -169,6 +183,15 @@ var strPlain = func() (t [256]bool) {
 // character) and returns the index after its closing quote.
 func skipString(b []byte, i int) (int, bool) {
 	for {
+		// Eight bytes at a time while none needs a look (SWAR: no byte
+		// below 0x20, none equal to '"' or '\\'), then byte by byte.
+		for i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			if hasLess(x, 0x20)|hasZero(x^(lsb*'"'))|hasZero(x^(lsb*'\\')) != 0 {
+				break
+			}
+			i += 8
+		}
 		for i < len(b) && strPlain[b[i]] {
 			i++
 		}
@@ -198,6 +221,17 @@ func skipString(b []byte, i int) (int, bool) {
 		}
 	}
 }
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// hasZero reports (non-zero) whether a byte of x is zero; hasLess whether a
+// byte of x is below n (n <= 128). Both may also flag a byte above one
+// that truly matches, never miss one: enough to decide "look closer".
+func hasZero(x uint64) uint64    { return (x - lsb) & ^x & msb }
+func hasLess(x, n uint64) uint64 { return (x - lsb*n) & ^x & msb }
 
 // skipNumber checks a JSON number (serde's ignore_integer and friends).
 func skipNumber(b []byte, i int) (int, bool) {

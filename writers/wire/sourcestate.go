@@ -78,10 +78,10 @@ func ParseSourceState(b []byte) (SourceState, error) {
 	s.State = SourceStatus(d.str(1))
 	d.check(1, s.State.Valid(), `must be "clean" or "dirty"`)
 	if d.optional(2) {
-		f := d.nestedValue(2, d.vals[2], fingerprintNames, true)
+		f := d.nestedValue(2, *d.val(2), fingerprintNames, true)
 		fp := &SourceFingerprint{ByteLength: f.u64(0), SHA256: f.str(1)}
 		if f.optional(2) {
-			g := f.nestedValue(2, f.vals[2], identityNames, true)
+			g := f.nestedValue(2, *f.val(2), identityNames, true)
 			fp.FileIdentity = &FileIdentity{g.u64(0), g.u64(1), g.i64(2), g.i64(3)}
 			f.join(g)
 		}

@@ -339,3 +339,26 @@ func TestPatterns(t *testing.T) {
 		}
 	}
 }
+
+// skipString stops at a quote, backslash or control character at any
+// position of its eight-byte steps, and agrees with the parser.
+func TestSkipStringEveryPosition(t *testing.T) {
+	for n := 0; n < 24; n++ {
+		for _, c := range []string{`"`, `\n`, "\x1f", "\x00", `\u00e9`, "é", "\x7f", "\u2028"} {
+			body := strings.Repeat("a", n) + c + strings.Repeat("b", 9)
+			s := `"` + body + `"`
+			end, ok := skipString([]byte(s), 1)
+			_, err := ParseJSON([]byte(s), nil)
+			if c == `"` {
+				// The string ends early; the rest is trailing garbage.
+				if !ok || end != n+2 {
+					t.Fatalf("%q: end %d ok %v", s, end, ok)
+				}
+				continue
+			}
+			if ok != (err == nil) || ok && end != len(s) {
+				t.Fatalf("%q: end %d ok %v, parser %v", s, end, ok, err)
+			}
+		}
+	}
+}

@@ -136,6 +136,9 @@ func numberNode(n Number) node {
 	return node{kind: KindNumber, num: n.Kind, x: x}
 }
 
+// Nodes is the number of nodes.
+func (t *Tape) Nodes() int { return len(t.nodes) }
+
 // End is the index in the text just after the value.
 func (t *Tape) End() int { return t.end }
 
