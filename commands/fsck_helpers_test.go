@@ -25,23 +25,11 @@ type fsckTree struct {
 // vector accept/tricky) in a fresh tree.
 func newFsckTree(tb testing.TB) fsckTree {
 	tb.Helper()
-	root := tb.TempDir()
-	dir := filepath.Join(root, "--p--")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		tb.Fatal(err)
-	}
-	b, err := os.ReadFile(exampleSession)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	session := filepath.Join(dir, "s.jsonl")
-	if err := os.WriteFile(session, b, 0o600); err != nil {
-		tb.Fatal(err)
-	}
+	root, session := placeSession(tb, exampleSession, "s.jsonl")
 	if r := pisess(tb, "migrate", "--json", "--correlation-id", "fixture-migration", root); r.code != ExitClean {
 		tb.Fatalf("migrate: %s", r)
 	}
-	return fsckTree{root: root, session: session, sidecar: filepath.Join(dir, "s.v2")}
+	return fsckTree{root: root, session: session, sidecar: filepath.Join(filepath.Dir(session), "s.v2")}
 }
 
 // fsckJSON runs pisess fsck --json [args] root and decodes its report.

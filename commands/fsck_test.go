@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,7 +148,7 @@ func TestFsckDamageRepairRoundTrip(t *testing.T) {
 					t.Errorf("finding %s lacks its file, repair or action: %+v", f.Code, f)
 				}
 			}
-			if !sameDigest(whole, fixtures.TreeDigest(t, tr.root)) {
+			if !maps.Equal(whole, fixtures.TreeDigest(t, tr.root)) {
 				t.Fatalf("fsck without --repair changed the tree")
 			}
 
@@ -192,23 +193,11 @@ func TestFsckDamageRepairRoundTrip(t *testing.T) {
 			if r := pisess(t, "migrate", "--json", tr.root); r.code != ExitClean {
 				t.Errorf("migrate after repair: %s", r)
 			}
-			if !sameDigest(digest, fixtures.TreeDigest(t, filepath.Dir(tr.session))) {
+			if !maps.Equal(digest, fixtures.TreeDigest(t, filepath.Dir(tr.session))) {
 				t.Errorf("migrate after repair changed the session directory")
 			}
 		})
 	}
-}
-
-func sameDigest(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || v != w {
-			return false
-		}
-	}
-	return true
 }
 
 // quarantineHolds reports whether a file of the tree's quarantine holds
@@ -405,24 +394,13 @@ func TestFsckParallelRepair(t *testing.T) {
 // TestFsckReadOnlyLeavesNoTrace: without --repair fsck creates nothing,
 // not even .pisess/, in a tree that has none.
 func TestFsckReadOnlyLeavesNoTrace(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "--p--")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(exampleSession)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "s.jsonl"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	root, _ := placeSession(t, exampleSession, "s.jsonl")
 	before := fixtures.TreeDigest(t, root)
 	code, rep, r := fsckJSON(t, root)
 	if code != ExitClean || rep.Trees[0].Sessions[0].Class != verify.ClassUnmigrated {
 		t.Fatalf("fsck of an unmigrated tree: %s", r)
 	}
-	if !sameDigest(before, fixtures.TreeDigest(t, root)) {
+	if !maps.Equal(before, fixtures.TreeDigest(t, root)) {
 		t.Errorf("fsck without --repair changed the tree")
 	}
 }
@@ -430,18 +408,7 @@ func TestFsckReadOnlyLeavesNoTrace(t *testing.T) {
 // TestFsckRefusedSourceIsANotice: a session the reference cannot migrate
 // (pi keeps using its JSONL) is reported as a notice, not a problem.
 func TestFsckRefusedSourceIsANotice(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "--p--")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(refusedSession)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "r.jsonl"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	root, _ := placeSession(t, refusedSession, "r.jsonl")
 	code, rep, r := fsckJSON(t, root)
 	if code != ExitClean || rep.Totals.Notices != 1 {
 		t.Fatalf("fsck: exit %d [%s]\n%s", code, codes(rep), r.stderr)
@@ -472,7 +439,7 @@ func TestFsckSymlinkedAncestor(t *testing.T) {
 	if code, rep, r := fsckJSON(t, link, "--repair"); code != ExitProblems {
 		t.Fatalf("fsck --repair: exit %d [%s]\n%s", code, codes(rep), r.stderr)
 	}
-	if !sameDigest(digest, fixtures.TreeDigest(t, filepath.Dir(tr.session))) {
+	if !maps.Equal(digest, fixtures.TreeDigest(t, filepath.Dir(tr.session))) {
 		t.Errorf("fsck --repair touched a session under a symlinked ancestor")
 	}
 }
@@ -514,18 +481,7 @@ func installDamaged(tb testing.TB, name string) fsckTree {
 			tb.Fatal(err)
 		}
 	}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.Chmod(path, 0o700)
-		}
-		return os.Chmod(path, 0o600)
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	fixtures.PrivateModes(tb, root)
 	return fsckTree{root: root, session: filepath.Join(dir, "s.jsonl"), sidecar: sidecar}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,6 +55,26 @@ const exampleSession = "../fixtures/example/sessions/--home-u-proj--/2026-01-05T
 
 // refusedSession is the bundled real-pi session with a custom_message entry.
 const refusedSession = "../fixtures/example/sessions/--home-dev-projects-demo--/2026-11-21T22-04-12-987Z_01a20023-733b-73a5-aff4-aebbd7d1fdba.jsonl"
+
+// placeSession copies the bundled session src into a fresh tree as
+// <root>/--p--/<name> and returns the tree's root and the copy's path.
+func placeSession(tb testing.TB, src, name string) (root, session string) {
+	tb.Helper()
+	root = tb.TempDir()
+	dir := filepath.Join(root, "--p--")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	session = filepath.Join(dir, name)
+	if err := os.WriteFile(session, b, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return root, session
+}
 
 // buildStore builds the example session into a fresh store and returns its
 // path.

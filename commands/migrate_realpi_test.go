@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,7 +96,7 @@ func TestMigrateRealPi(t *testing.T) {
 	if res := pi.Append(t, appended, "one more question"); !res.Written || res.SizeAfter <= res.SizeBefore {
 		t.Fatalf("pi did not append: %+v", res)
 	}
-	mcMarkDirty(t, discover.SidecarPath(dirty))
+	fixtures.MarkDirty(t, discover.SidecarPath(dirty))
 	dirtyBefore := fixtures.TreeDigest(t, discover.SidecarPath(dirty))
 	untouchedBefore := fixtures.TreeDigest(t, discover.SidecarPath(untouched))
 
@@ -128,11 +129,11 @@ func TestMigrateRealPi(t *testing.T) {
 		t.Errorf("the refreshed sidecar holds %d entries, want %d", got.Entries, results[appended].Entries+1)
 	}
 	for path, before := range map[string]map[string]string{appended: appendedBefore, dirty: dirtyBefore} {
-		if !mcSameDigest(before, fixtures.TreeDigest(t, mcResult(t, rep, path).Displaced)) {
+		if !maps.Equal(before, fixtures.TreeDigest(t, mcResult(t, rep, path).Displaced)) {
 			t.Errorf("%s: the displaced store in the quarantine differs from the one installed before", filepath.Base(path))
 		}
 	}
-	if !mcSameDigest(untouchedBefore, fixtures.TreeDigest(t, discover.SidecarPath(untouched))) {
+	if !maps.Equal(untouchedBefore, fixtures.TreeDigest(t, discover.SidecarPath(untouched))) {
 		t.Error("a fresh sidecar was rewritten")
 	}
 
@@ -152,10 +153,10 @@ func TestMigrateRealPi(t *testing.T) {
 			t.Errorf("rollback of %s: %+v", filepath.Base(s.Session), s)
 		}
 	}
-	if !mcSameDigest(appendedBefore, fixtures.TreeDigest(t, discover.SidecarPath(appended))) {
+	if !maps.Equal(appendedBefore, fixtures.TreeDigest(t, discover.SidecarPath(appended))) {
 		t.Error("rollback did not restore the sidecar pi appended past")
 	}
-	if !mcSameDigest(dirtyBefore, fixtures.TreeDigest(t, discover.SidecarPath(dirty))) {
+	if !maps.Equal(dirtyBefore, fixtures.TreeDigest(t, discover.SidecarPath(dirty))) {
 		t.Error("rollback did not restore the dirty sidecar")
 	}
 	if fixtures.SHA256File(t, appended) != src {
@@ -200,32 +201,4 @@ func mcResult(tb testing.TB, rep engine.MigrateReport, path string) engine.Sessi
 	}
 	tb.Fatalf("%s not in the report", path)
 	return engine.SessionResult{}
-}
-
-// mcMarkDirty marks a sidecar dirty as the Rust pi does before it writes
-// the session: source-state.json rewritten in place.
-func mcMarkDirty(tb testing.TB, sidecar string) {
-	tb.Helper()
-	f, err := os.OpenFile(filepath.Join(sidecar, "source-state.json"), os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := f.WriteString(`{"schema":"pi.session_store_v2.source_state.v1","state":"dirty"}` + "\n"); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
-}
-
-func mcSameDigest(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

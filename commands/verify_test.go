@@ -94,19 +94,7 @@ func TestVerifyUsageAndErrors(t *testing.T) {
 		checkErrorObject(t, r, ClassOperational)
 	}
 	// A session with no sidecar: named, it fails; met in a tree, skipped.
-	root := t.TempDir()
-	dir := filepath.Join(root, "--p--")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(exampleSession)
-	if err != nil {
-		t.Fatal(err)
-	}
-	session := filepath.Join(dir, "s.jsonl")
-	if err := os.WriteFile(session, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	root, session := placeSession(t, exampleSession, "s.jsonl")
 	if code, _, r := verifyJSON(t, session); code != ExitProblems {
 		t.Errorf("verify of an unmigrated session: %s", r)
 	}

@@ -6,16 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"pisess/fixtures"
 	"pisess/readers/jsonl"
 )
 
 // BenchmarkStage stages the largest real-pi vector (about 1.2 MB of JSONL)
 // per iteration: read, canonicalize, frame, index, manifest, seal.
 func BenchmarkStage(b *testing.B) {
-	src, err := filepath.Abs("../../shared/vectors/realpi/01a20023-7353-71a3-8d4c-642cfca7f2ee/source.jsonl")
-	if err != nil {
-		b.Fatal(err)
-	}
+	src := filepath.Join(fixtures.VectorsDir(b), "realpi", "01a20023-7353-71a3-8d4c-642cfca7f2ee", "source.jsonl")
 	fi, err := os.Stat(src)
 	if err != nil {
 		b.Skipf("vector not found: %v", err)

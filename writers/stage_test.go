@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"pisess/fixtures"
 	"pisess/readers"
 	"pisess/readers/jsonl"
 	"pisess/writers/durable"
@@ -142,10 +143,7 @@ func TestStageEmptySourceWritesOnlyTheManifest(t *testing.T) {
 }
 
 func TestStageMatchesReference(t *testing.T) {
-	vec, err := filepath.Abs("../../shared/vectors/accept/rollover")
-	if err != nil {
-		t.Fatal(err)
-	}
+	vec := filepath.Join(fixtures.VectorsDir(t), "accept", "rollover")
 	if _, err := os.Stat(vec); err != nil {
 		t.Skipf("vectors not found: %v", err)
 	}

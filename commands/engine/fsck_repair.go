@@ -64,10 +64,17 @@ func (tr *treeRun) repair(ctx context.Context, s discover.Session, out *FsckSess
 		tr.finish(ctx, s, out, errs)
 		return
 	}
-	tr.repairLeftovers(s, out.Findings, fail)
+	lost := tr.repairLeftovers(s, out.Findings, fail)
 	s.Staging, s.Backups = nil, nil
 
 	rebuild := ""
+	if lost && !exists(s.Sidecar) {
+		// A cutover (a refresh or an earlier repair) was interrupted after
+		// the old sidecar was set aside, and that store is unusable: the
+		// session had a sidecar, so rebuild it from the source, as the
+		// interrupted run would have.
+		rebuild = "repair: the backup of an interrupted cutover is unusable; rebuilt from the source"
+	}
 	if exists(s.Sidecar) {
 		_, cur := tr.check(ctx, s)
 		rebuild = rebuildReason(cur)
@@ -163,8 +170,10 @@ func discoverLeftovers(s discover.Session) []leftovers {
 }
 
 // repairLeftovers quarantines staging directories and restores or
-// quarantines backups. The caller holds the session lock.
-func (tr *treeRun) repairLeftovers(s discover.Session, fs []FsckFinding, fail func(FsckFinding, error)) {
+// quarantines backups. The caller holds the session lock. It reports
+// whether a backup was quarantined while no sidecar was installed (the
+// session lost its sidecar to an interrupted cutover).
+func (tr *treeRun) repairLeftovers(s discover.Session, fs []FsckFinding, fail func(FsckFinding, error)) (lost bool) {
 	for _, f := range fs {
 		if f.Code != CodeTreeStaging && f.Code != CodeTreeBackup {
 			continue
@@ -186,11 +195,13 @@ func (tr *treeRun) repairLeftovers(s discover.Session, fs []FsckFinding, fail fu
 		kind := "staging"
 		if f.Code == CodeTreeBackup {
 			kind = "backup"
+			lost = lost || !exists(s.Sidecar)
 		}
 		if _, err := tr.q.move(s.Path, f.Path, kind, f.Detail); err != nil {
 			fail(f, err)
 		}
 	}
+	return lost
 }
 
 // verifyBackup checks a backup before it is put back as the sidecar: the

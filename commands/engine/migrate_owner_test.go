@@ -57,7 +57,7 @@ func TestMigrateOwnership(t *testing.T) {
 			// pi appends to alpha and marks the sidecar of beta dirty:
 			// the refresh displaces both old stores into the quarantine.
 			migAppend(t, a, migEntryLine("f0000001", lastA, "more"))
-			migMarkDirty(t, discover.SidecarPath(b))
+			fixtures.MarkDirty(t, discover.SidecarPath(b))
 			again := migRun(t, migOptions(dir))
 			for _, p := range []string{a, b} {
 				s := migResult(t, again, p)
@@ -85,23 +85,6 @@ func TestMigrateOwnership(t *testing.T) {
 				t.Errorf("paths not owned by %d:%d with private modes:\n%s", nobody, nobody, strings.Join(bad, "\n"))
 			}
 		})
-	}
-}
-
-// migMarkDirty marks a sidecar dirty the way the Rust pi does before it
-// appends to a session: source-state.json rewritten in place.
-func migMarkDirty(tb testing.TB, sidecar string) {
-	tb.Helper()
-	path := filepath.Join(sidecar, "source-state.json")
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := f.WriteString(`{"schema":"pi.session_store_v2.source_state.v1","state":"dirty"}` + "\n"); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
 	}
 }
 

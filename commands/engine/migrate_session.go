@@ -65,12 +65,18 @@ func planSession(s discover.Session, force bool) plan {
 		return p
 	}
 	leftovers := len(s.Staging) + len(s.Backups)
-	if s.Sidecar == "" {
-		if leftovers > 0 && !force {
+	if leftovers > 0 {
+		// An interrupted run left these: fsck --repair decides whether a
+		// backup goes back or to the quarantine. Building over them would
+		// hide them (issue 7: leftovers mean needs repair).
+		if !force {
 			p.action = PlanNeedsRepair
-			p.reason = fmt.Sprintf("no sidecar, but %d leftover staging/backup director(ies) of an interrupted run: pisess fsck --repair restores or quarantines them (or --force)", leftovers)
+			p.reason = fmt.Sprintf("%d leftover staging/backup director(ies) of an interrupted run: pisess fsck --repair restores or quarantines them (or --force rebuilds from the source)", leftovers)
 			return p
 		}
+		p.notes = append(p.notes, fmt.Sprintf("%d leftover staging/backup director(ies) left for pisess fsck --repair", leftovers))
+	}
+	if s.Sidecar == "" {
 		p.action, p.reason = PlanMigrate, "no sidecar"
 		return p
 	}
@@ -116,9 +122,6 @@ func planSession(s discover.Session, force bool) plan {
 		if force {
 			p.action, p.reason = PlanRefresh, fmt.Sprintf("the sidecar is %s%s; rebuilt from the source (--force)", st.Class, first)
 		}
-	}
-	if leftovers > 0 && p.action != PlanRefresh && p.action != PlanMigrate {
-		p.notes = append(p.notes, fmt.Sprintf("%d leftover staging/backup director(ies): pisess fsck --repair", leftovers))
 	}
 	return p
 }

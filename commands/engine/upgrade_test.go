@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -70,13 +71,13 @@ func TestUpgradeRun(t *testing.T) {
 	// it); notes.jsonl is no session at all and is only listed as skipped.
 	want := map[string]upgrade.Status{"v1.jsonl": upgrade.StatusPlanned, "v2.jsonl": upgrade.StatusPlanned,
 		"v3.jsonl": upgrade.StatusCurrent, "broken.jsonl": upgrade.StatusRefused, "bom.jsonl": upgrade.StatusPlanned}
-	if got := statuses(dry); !equalStatuses(got, want) {
+	if got := statuses(dry); !maps.Equal(got, want) {
 		t.Fatalf("dry run: %v, want %v", got, want)
 	}
 	if dry.Tally().Left() != 1 || len(dry.Skipped) != 1 || filepath.Base(dry.Skipped[0].Path) != "notes.jsonl" {
 		t.Errorf("dry run tally %+v, skipped %+v", dry.Tally(), dry.Skipped)
 	}
-	if after := fixtures.TreeDigest(t, tree); !equalDigest(before, after) {
+	if after := fixtures.TreeDigest(t, tree); !maps.Equal(before, after) {
 		t.Fatalf("the dry run wrote in the tree: %v → %v", before, after)
 	}
 
@@ -86,7 +87,7 @@ func TestUpgradeRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	want["v1.jsonl"], want["v2.jsonl"], want["bom.jsonl"] = upgrade.StatusUpgraded, upgrade.StatusUpgraded, upgrade.StatusUpgraded
-	if got := statuses(rep); !equalStatuses(got, want) {
+	if got := statuses(rep); !maps.Equal(got, want) {
 		t.Fatalf("run: %v, want %v", got, want)
 	}
 	if rep.Tally().Left() != 1 || rep.Totals.Upgraded != 3 {
@@ -139,7 +140,7 @@ func TestUpgradeRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	want["v1.jsonl"], want["v2.jsonl"], want["bom.jsonl"] = upgrade.StatusCurrent, upgrade.StatusCurrent, upgrade.StatusCurrent
-	if got := statuses(again); !equalStatuses(got, want) {
+	if got := statuses(again); !maps.Equal(got, want) {
 		t.Errorf("second run: %v", got)
 	}
 	if recs, _ := j.Records("upgrade-run-0002"); len(recs) != 0 {
@@ -170,30 +171,6 @@ func dryFile(rep UpgradeReport, path string) upgrade.Result {
 	return upgrade.Result{}
 }
 
-func equalStatuses(a, b map[string]upgrade.Status) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
-func equalDigest(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 func TestUpgradeBusyAndNamedFiles(t *testing.T) {
 	tree, files := upgradeFixture(t)
 	held, err := durable.OS.LockFile(context.Background(), files["v1"]+".lock", 0)
@@ -211,7 +188,7 @@ func TestUpgradeBusyAndNamedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]upgrade.Status{"v1.jsonl": upgrade.StatusBusy, "v2.jsonl": upgrade.StatusUpgraded, "notes.jsonl": upgrade.StatusRefused}
-	if got := statuses(rep); !equalStatuses(got, want) {
+	if got := statuses(rep); !maps.Equal(got, want) {
 		t.Fatalf("%v, want %v", got, want)
 	}
 	if rep.Tally().Left() != 2 {

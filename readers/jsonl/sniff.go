@@ -30,8 +30,8 @@ func Sniff(path string) (readers.SourceFormat, int, error) {
 		return readers.FormatSQLitev1, 0, nil
 	}
 	s := &Source{path: path, f: f}
-	lr := newLineReader(io.NewSectionReader(f, 0, math.MaxInt64), 4096, MaxLineBytes, false)
-	line, start, err := lr.next()
+	lr := normalize.NewLineReader(io.NewSectionReader(f, 0, math.MaxInt64), 4096, MaxLineBytes, false)
+	line, start, err := lr.Next()
 	if err == io.EOF {
 		return "", 0, s.refuse(0, readers.ClassEmptyFile, "Empty JSONL session file: it has no header line", nil)
 	}

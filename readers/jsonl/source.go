@@ -32,8 +32,8 @@ type Source struct {
 	size   int64
 	digest [32]byte
 	graph  *normalize.Builder
-	lr     *lineReader // pass 2
-	err    error       // sticky: io.EOF or the refusal that ended the stream
+	lr     *normalize.LineReader // pass 2
+	err    error                 // sticky: io.EOF or the refusal that ended the stream
 }
 
 var _ readers.Source = (*Source)(nil)
@@ -51,7 +51,7 @@ func Open(path string, opt Options) (*Source, error) {
 		f.Close()
 		return nil, err
 	}
-	s.lr = newLineReader(io.NewSectionReader(f, 0, math.MaxInt64), readBufferSize, MaxLineBytes, true)
+	s.lr = normalize.NewLineReader(io.NewSectionReader(f, 0, math.MaxInt64), normalize.LineBufferSize, MaxLineBytes, true)
 	return s, nil
 }
 
@@ -63,7 +63,7 @@ func (s *Source) Size() int64 { return s.size }
 
 // BytesRead is how many bytes Next has consumed so far; it equals Size once
 // Next has returned io.EOF.
-func (s *Source) BytesRead() int64 { return s.lr.off }
+func (s *Source) BytesRead() int64 { return s.lr.Offset() }
 
 // SHA256 is the digest of the whole file as Open read it. Once Next has
 // returned io.EOF, the entries are known to come from exactly these bytes.
@@ -95,14 +95,14 @@ func (s *Source) Next() (readers.Entry, error) {
 
 func (s *Source) next() (readers.Entry, error) {
 	for {
-		line, _, err := s.lr.next()
+		line, _, err := s.lr.Next()
 		if err == io.EOF {
-			if !s.graph.Done() || s.lr.off != s.size || s.lr.digest() != s.digest {
-				return readers.Entry{}, s.changed(s.lr.line)
+			if !s.graph.Done() || s.lr.Offset() != s.size || s.lr.Digest() != s.digest {
+				return readers.Entry{}, s.changed(s.lr.Line())
 			}
 			return readers.Entry{}, io.EOF
 		}
-		n := s.lr.line
+		n := s.lr.Line()
 		if err != nil {
 			return readers.Entry{}, s.changed(n)
 		}
@@ -133,8 +133,8 @@ func (s *Source) next() (readers.Entry, error) {
 
 // scan is pass 1.
 func (s *Source) scan(opt Options) error {
-	lr := newLineReader(io.NewSectionReader(s.f, 0, math.MaxInt64), readBufferSize, MaxLineBytes, true)
-	line, start, err := lr.next()
+	lr := normalize.NewLineReader(io.NewSectionReader(s.f, 0, math.MaxInt64), normalize.LineBufferSize, MaxLineBytes, true)
+	line, start, err := lr.Next()
 	if err == io.EOF {
 		return s.refuse(0, readers.ClassEmptyFile, "Empty JSONL session file: it has no header line", nil)
 	}
@@ -145,7 +145,7 @@ func (s *Source) scan(opt Options) error {
 		return err
 	}
 	for {
-		line, start, err := lr.next()
+		line, start, err := lr.Next()
 		if err == io.EOF {
 			break
 		}
@@ -157,11 +157,11 @@ func (s *Source) scan(opt Options) error {
 		}
 		e, err := payload.Decode(line)
 		if err != nil {
-			return s.entryRefusal(lr.line, line, err)
+			return s.entryRefusal(lr.Line(), line, err)
 		}
-		s.graph.Add(lr.line, start, e)
+		s.graph.Add(lr.Line(), start, e)
 	}
-	s.size, s.digest = lr.off, lr.digest()
+	s.size, s.digest = lr.Offset(), lr.Digest()
 	if err := s.unchanged(); err != nil {
 		return err
 	}
@@ -170,13 +170,13 @@ func (s *Source) scan(opt Options) error {
 
 // lineProblem refuses a line the reference cannot read as text: over the
 // length limit, or not UTF-8.
-func (s *Source) lineProblem(lr *lineReader, line []byte, start int64, err error) error {
+func (s *Source) lineProblem(lr *normalize.LineReader, line []byte, start int64, err error) error {
 	switch {
-	case errors.Is(err, errLineTooLong):
-		return s.refuse(lr.line, readers.ClassLineTooLong, fmt.Sprintf(
+	case errors.Is(err, normalize.ErrLineTooLong):
+		return s.refuse(lr.Line(), readers.ClassLineTooLong, fmt.Sprintf(
 			"JSONL line exceeds %d bytes (the line starts at byte offset %d)", MaxLineBytes, start), nil)
 	case err != nil:
-		return s.refuse(lr.line, readers.ClassIO, "read: "+err.Error(), err)
+		return s.refuse(lr.Line(), readers.ClassIO, "read: "+err.Error(), err)
 	}
 	valid, invalidLen, ok := normalize.UTF8Error(line)
 	if ok {
@@ -185,10 +185,10 @@ func (s *Source) lineProblem(lr *lineReader, line []byte, start int64, err error
 	msg := normalize.UTF8Message(valid, invalidLen)
 	where := fmt.Sprintf("byte %d of the line, byte offset %d in the file", valid, start+int64(valid))
 	if invalidLen == 0 && !hasNewline(line) {
-		return s.refuse(lr.line, readers.ClassTornLine, fmt.Sprintf(
+		return s.refuse(lr.Line(), readers.ClassTornLine, fmt.Sprintf(
 			"the last line has no newline and ends inside a UTF-8 sequence (%s): a torn write; %s", where, msg), nil)
 	}
-	return s.refuse(lr.line, readers.ClassInvalidUTF8, fmt.Sprintf("line is not valid UTF-8 at %s: %s", where, msg), nil)
+	return s.refuse(lr.Line(), readers.ClassInvalidUTF8, fmt.Sprintf("line is not valid UTF-8 at %s: %s", where, msg), nil)
 }
 
 // readHeader reads line 1 as the reference does: Rust's trim(), then
@@ -251,8 +251,8 @@ func (s *Source) entryRefusal(n int64, line []byte, err error) error {
 // fetch reads the entry starting at byte offset loc again (for legacy id
 // synthesis, which needs every explicit id of the file first).
 func (s *Source) fetch(loc int64) (*payload.Entry, error) {
-	lr := newLineReader(io.NewSectionReader(s.f, loc, math.MaxInt64), 4096, MaxLineBytes, false)
-	line, _, err := lr.next()
+	lr := normalize.NewLineReader(io.NewSectionReader(s.f, loc, math.MaxInt64), 4096, MaxLineBytes, false)
+	line, _, err := lr.Next()
 	if err != nil {
 		return nil, s.changed(0)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,18 +20,7 @@ func copyStore(tb testing.TB, ref string) string {
 	tb.Helper()
 	dst := filepath.Join(tb.TempDir(), "store.v2")
 	fixtures.CopyTree(tb, ref, dst)
-	err := filepath.WalkDir(dst, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.Chmod(path, 0o700)
-		}
-		return os.Chmod(path, 0o600)
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	fixtures.PrivateModes(tb, dst)
 	return dst
 }
 

@@ -15,6 +15,9 @@
 //   - Resolve, during the second pass, gives each entry its id (the
 //     synthesized one for an id-less entry) and checks that the entry is
 //     the one the first pass saw.
+//   - LineReader splits a JSONL file into lines on "\n" only, within
+//     MaxLineBytes, counting lines and bytes; the JSONL source and the
+//     legacy-file upgrader (writers/upgrade) both read with it.
 //
 // Memory is bounded by a small cost per entry (two short strings and two
 // integers); payloads are never held.

@@ -4,10 +4,17 @@
 // (FORMAT.md §10).
 //
 // The model (model.go) is the reference's SessionEntry and everything it
-// reaches, described member by member with their serde attributes; decode.go
-// reads and writes it the way serde's derived code does, and top.go reads
-// the line the way serde_json streams an internally tagged enum. Refusals
-// carry the reference's own wording, so a report can quote it.
+// reaches, described member by member with their serde attributes; top.go
+// reads the line the way serde_json streams an internally tagged enum, into
+// a wire.Tape; decode.go checks the entry on the tape the way serde's
+// derived Deserialize reads it, and write.go writes it from the tape the way
+// the derived Serialize does. Refusals carry the reference's own wording,
+// so a report can quote it.
+//
+// Nothing is built between the line and the bytes written: a tape is a
+// flat list of nodes, and the typed and canonical forms are written from it
+// on demand. A Decoder reuses its tape and lists from line to line, so that
+// reading a whole session allocates little more than its output.
 package payload
 
 // Entry is one accepted entry.

@@ -40,6 +40,13 @@ func (r *reader) ownedBy(s *structDef, m int) (int, bool) {
 	return int(b & 0xff), b>>8 == s.id
 }
 
+// isMember reports whether member m was read as struct s's member called
+// name.
+func (r *reader) isMember(m int, s *structDef, name string) bool {
+	i, own := r.ownedBy(s, m)
+	return own && s.fields[i].name == name
+}
+
 // list makes a list of the ints of in that keep reports true for.
 func (r *reader) list(in []int, keep func(int) bool) []int {
 	start := len(r.lists)
@@ -52,11 +59,11 @@ func (r *reader) list(in []int, keep func(int) bool) []int {
 }
 
 // members lists the members of object node v, leaving out those called
-// skip when skip is not "".
-func (r *reader) members(v int, skip string) []int {
+// skip when skip is not nil.
+func (r *reader) members(v int, skip *memberName) []int {
 	start := len(r.lists)
 	for j, k, n := v+1, 0, r.t.Len(v); k < n; j, k = r.t.Next(j+1), k+1 {
-		if skip == "" || string(r.t.StrBytes(j)) != skip {
+		if skip == nil || !skip.is(r.t, j) {
 			r.lists = append(r.lists, j)
 		}
 	}
@@ -82,7 +89,7 @@ func (r *reader) key(m int) []byte { return r.t.StrBytes(m) }
 func (r *reader) body(s *structDef, v int) (k wire.Kind, list []int, ok bool) {
 	switch k := r.t.Kind(v); {
 	case k == wire.KindObject:
-		return k, r.members(v, ""), true
+		return k, r.members(v, nil), true
 	case k == wire.KindArray && !s.hasFlatten():
 		return k, r.items(v, 0), true
 	}
@@ -99,11 +106,21 @@ func (r *reader) kept(s *structDef, members []int) []int {
 // their names, or by what they were read as when bound is true) and those
 // left for later flattened members, both in order.
 func (r *reader) claim(st *structDef, kept []int, bound bool) (claimed, rest []int) {
-	owns := func(m int) bool { return st.own(r.key(m)) >= 0 }
+	owns := func(m int) bool { return st.own(r.t, m) >= 0 }
 	if bound {
 		owns = func(m int) bool { _, own := r.ownedBy(st, m); return own }
 	}
-	return r.list(kept, owns), r.list(kept, func(m int) bool { return !owns(m) })
+	claimed = r.list(kept, owns)
+	// The rest is kept without claimed, both in order: no need to ask again.
+	next := 0
+	rest = r.list(kept, func(m int) bool {
+		if next < len(claimed) && claimed[next] == m {
+			next++
+			return false
+		}
+		return true
+	})
+	return claimed, rest
 }
 
 // value is node v as a Value, for an error message.
@@ -218,7 +235,7 @@ func (r *reader) checkMap(s *structDef, members []int) *Error {
 	}
 	seen = seen[:len(s.fields)]
 	for _, m := range members {
-		i := s.own(r.key(m))
+		i := s.own(r.t, m)
 		if i < 0 {
 			continue
 		}
@@ -303,7 +320,7 @@ func (r *reader) tagged(e *enumDef, v int) (idx int, k wire.Kind, body []int, er
 	case wire.KindObject:
 		idx = -1
 		for j, n, members := v+1, 0, r.t.Len(v); n < members; j, n = r.t.Next(j+1), n+1 {
-			if string(r.key(j)) != e.tag {
+			if !e.tagKey.is(r.t, j) {
 				continue
 			}
 			if idx >= 0 {
@@ -318,7 +335,7 @@ func (r *reader) tagged(e *enumDef, v int) (idx int, k wire.Kind, body []int, er
 		if idx < 0 {
 			return -1, 0, nil, badEntry(msgMissingField(e.tag))
 		}
-		return idx, k, r.members(v, e.tag), nil
+		return idx, k, r.members(v, &e.tagKey), nil
 	case wire.KindArray:
 		if r.t.Len(v) == 0 {
 			return -1, 0, nil, badEntry(msgMissingField(e.tag))

@@ -4,13 +4,14 @@ import (
 	"sort"
 
 	"pisess/readers"
+	"pisess/writers/wire"
 )
 
 // This file describes the reference's session-entry types (src/session.rs
 // SessionEntry and the entry structs, src/model.rs for messages and content)
 // as data: each struct with its members in declaration order and the serde
-// attributes that change how they are read or written. decode.go interprets
-// these descriptions the way serde's derived code would.
+// attributes that change how they are read or written. decode.go and
+// write.go interpret these descriptions the way serde's derived code would.
 
 // kind is what a member's Rust type is, as far as reading and writing go.
 type kind uint8
@@ -52,9 +53,23 @@ type field struct {
 	// flatten is #[serde(flatten)]: the member's own members sit in the
 	// enclosing object.
 	flatten bool
-	// rank is the name's place among all the model's names in byte order
-	// (set by init): comparing ranks sorts members as comparing names would.
-	rank int
+	// key is the name as a member key (set by init).
+	key memberName
+}
+
+// memberName is a model name as a member key: the name, its JSON with the
+// colon that follows it, and its rank among all the model's names in byte
+// order, so that comparing ranks sorts members as comparing names would.
+type memberName struct {
+	text  string
+	label string
+	rank  int
+	word  uint64 // wire.StrWord(text)
+}
+
+// is reports whether string node k of t is the name.
+func (n *memberName) is(t *wire.Tape, k int) bool {
+	return t.StrWord(k) == n.word && (len(n.text) < 8 || string(t.StrBytes(k)) == n.text)
 }
 
 // structDef is a derived struct, or the struct body of an enum variant.
@@ -65,44 +80,36 @@ type structDef struct {
 	expecting string
 	fields    []field
 
-	// Set by init: whether a member is flattened, and the signature
-	// (nameSig) of each member's name, or 0 when the member is flattened.
+	// Set by init: whether a member is flattened, and the wire.StrWord of
+	// each member's name, or 0 (no string's) when the member is flattened.
 	flatten bool
-	sigs    []uint32
+	words   []uint64
 	// id tells the structs apart in reader.bound; never 0.
 	id uint32
 }
 
 func (s *structDef) hasFlatten() bool { return s.flatten }
 
-// own returns the index of the non-flattened member named key, or -1.
-// Every member of every object is looked up so, most of them in vain:
-// comparing signatures first makes a miss cost an integer comparison.
-func (s *structDef) own(key []byte) int {
-	sig := nameSig(key)
-	for i, fs := range s.sigs {
-		if fs == sig && s.fields[i].name == string(key) {
+// own returns the index of the non-flattened member named by string node
+// k of t, or -1. Every member of every object is looked up so, most in
+// vain: comparing words (memberName.is) first makes a miss cost an integer
+// comparison, and a hit on a name of up to seven bytes too.
+func (s *structDef) own(t *wire.Tape, k int) int {
+	w := t.StrWord(k)
+	for i, fw := range s.words {
+		if fw == w && (len(s.fields[i].name) < 8 || s.fields[i].name == string(t.StrBytes(k))) {
 			return i
 		}
 	}
 	return -1
 }
 
-// nameSig sums up a name in a word: its length and three of its bytes. It
-// is never 0.
-func nameSig[S string | []byte](name S) uint32 {
-	n := len(name)
-	if n == 0 {
-		return 1 << 31
-	}
-	return uint32(n&0x7f|0x80) | uint32(name[0])<<8 | uint32(name[n/2])<<16 | uint32(name[n-1])<<24
-}
-
 // enumDef is an enum: internally tagged (tag set) or of unit variants.
 type enumDef struct {
 	name     string
 	tag      string
-	tagRank  int // the tag's rank (see field.rank)
+	tagKey   memberName // the tag as a member key (set by init)
+	lits     []string   // the variants' names as JSON (set by init)
 	variants []variant
 	// unknownClass classifies an unknown variant (an unknown entry type or
 	// message role is worth its own class).
@@ -401,24 +408,34 @@ func init() {
 		}
 	}
 	for _, e := range enums {
-		names = append(names, e.tag)
+		if e.tag != "" {
+			names = append(names, e.tag)
+		}
 	}
 	sort.Strings(names)
-	rank := func(name string) int { return sort.SearchStrings(names, name) }
+	key := func(name string) memberName {
+		return memberName{text: name, label: string(wire.AppendString(nil, name)) + ":",
+			rank: sort.SearchStrings(names, name), word: wire.StrWord(name)}
+	}
 	for id, s := range structs {
 		s.id = uint32(id + 1)
-		s.sigs = make([]uint32, len(s.fields))
+		s.words = make([]uint64, len(s.fields))
 		for i := range s.fields {
 			f := &s.fields[i]
-			f.rank = rank(f.name)
+			f.key = key(f.name)
 			if f.flatten {
 				s.flatten = true
 			} else {
-				s.sigs[i] = nameSig(f.name)
+				s.words[i] = wire.StrWord(f.name)
 			}
 		}
 	}
 	for _, e := range enums {
-		e.tagRank = rank(e.tag)
+		if e.tag != "" {
+			e.tagKey = key(e.tag)
+		}
+		for _, v := range e.variants {
+			e.lits = append(e.lits, string(wire.AppendString(nil, v.name)))
+		}
 	}
 }

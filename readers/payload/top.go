@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 
 	"pisess/readers"
 	"pisess/writers/wire"
@@ -79,48 +80,81 @@ func (dec *Decoder) decode(line []byte) (*Entry, *Error) {
 	if idx < 0 {
 		return nil, positioned(readers.ClassBadEntry, msgMissingField(sessionEntry.tag), line, t.End())
 	}
-	r := reader{t: t, lists: dec.lists[:0], bound: dec.bound[:0]}
-	r.bound = slices.Grow(r.bound, t.Nodes())[:t.Nodes()]
+	n := t.Nodes()
+	if dec.lists == nil {
+		// What a line needs, so that a first line needs no more.
+		dec.lists, dec.outs = make([]int, 0, n), make([]out, 0, 8)
+	}
+	r := reader{t: t, lists: dec.lists[:0], bound: slices.Grow(dec.bound[:0], n)[:n]}
 	clear(r.bound)
 	defer func() { dec.lists, dec.bound = r.lists[:0], r.bound }()
-	if err := r.checkStruct(sessionEntry.variants[idx].body, wire.KindObject, r.members(0, sessionEntry.tag)); err != nil {
+	members := r.members(0, &sessionEntry.tagKey)
+	if err := r.checkStruct(sessionEntry.variants[idx].body, wire.KindObject, members); err != nil {
 		return nil, err
 	}
 	if trailing != nil {
 		return nil, fromSyntax(trailing)
 	}
 	e := &Entry{dec: dec, variant: idx}
-	e.fill(&r)
+	e.fill(&r, members)
 	return e, nil
 }
 
 // fill sets the entry's exported fields from the members the reference
-// writes at its top level (and the role of its message).
-func (e *Entry) fill(r *reader) {
+// writes at its top level (and the role of its message), found by what
+// reading bound them to.
+func (e *Entry) fill(r *reader, members []int) {
 	e.Type = sessionEntry.variants[e.variant].name
-	w := writer{reader: *r, outs: e.dec.outs[:0]}
-	w.variant(sessionEntry, e.variant, wire.KindObject, w.members(0, sessionEntry.tag), true)
-	r.lists, e.dec.outs = w.lists, w.outs[:0]
-	for _, m := range w.outs {
-		if m.t == nil {
-			continue // a default or a null
+	body := sessionEntry.variants[e.variant].body
+	id, parent, timestamp := -1, -1, -1
+	for _, m := range members {
+		v := m + 1
+		if r.t.Kind(v) == wire.KindNull {
+			continue // None, for every member below that can be null
 		}
-		switch m.key {
-		case "id":
-			e.ID, e.HasID = r.t.Str(m.node), true
-		case "parentId":
-			e.ParentID, e.HasParent = r.t.Str(m.node), true
-		case "timestamp":
-			e.Timestamp = r.t.Str(m.node)
-		case "message":
-			if idx, _, _, err := r.tagged(sessionMessage.en, m.node); err == nil {
+		switch {
+		case r.isMember(m, entryBase, "id"):
+			id = v
+		case r.isMember(m, entryBase, "parentId"):
+			parent = v
+		case r.isMember(m, entryBase, "timestamp"):
+			timestamp = v
+		case r.isMember(m, body, "message"):
+			if idx, _, _, err := r.tagged(sessionMessage.en, v); err == nil {
 				e.Role = sessionMessage.en.variants[idx].name
 			}
-		case "name":
-			name := r.t.Str(m.node)
+		case r.isMember(m, body, "name"):
+			name := r.t.Str(v)
 			e.Name = &name
 		}
 	}
+	// One allocation for the three strings every entry has.
+	strs := [...]int{id, parent, timestamp}
+	size := 0
+	for _, n := range strs {
+		if n >= 0 {
+			size += len(r.t.StrBytes(n))
+		}
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, n := range strs {
+		if n >= 0 {
+			b.Write(r.t.StrBytes(n))
+		}
+	}
+	all := b.String()
+	cut := func(n int) (string, bool) {
+		if n < 0 {
+			return "", false
+		}
+		s := all[:len(r.t.StrBytes(n))]
+		all = all[len(s):]
+		return s, true
+	}
+	e.ID, e.HasID = cut(id)
+	e.ParentID, e.HasParent = cut(parent)
+	e.Timestamp, _ = cut(timestamp)
 }
 
 // topTag follows the `type` members of the top-level object as the parser
@@ -132,7 +166,7 @@ type topTag struct {
 }
 
 func (t *topTag) hook(tape *wire.Tape, m wire.TapeMember) error {
-	if string(tape.StrBytes(m.Key)) != sessionEntry.tag {
+	if !sessionEntry.tagKey.is(tape, m.Key) {
 		return nil
 	}
 	if t.idx >= 0 {

@@ -1,6 +1,7 @@
 package payload
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 
@@ -37,25 +38,21 @@ type writer struct {
 	skipID       bool
 }
 
-// out is one member of an object being written: its key, and its value:
-// node v read as type t, or else the string str, or else the JSON lit.
+// out is one member of an object being written: its key, and its value,
+// node read as type t, or else the JSON lit.
 type out struct {
-	key string
-	// rank orders key among the model's names (field.rank); -1 for the
-	// name of an extra member, which is compared as a string.
-	rank int
-	t    *typ
+	// key is the member's name, a model name; nil for an extra member of
+	// a bashExecution message, whose name is the key node before node.
+	key  *memberName
 	node int
-	str  *string
+	t    *typ
 	lit  string
-	// extra marks an extra member of a bashExecution message.
-	extra bool
 }
 
 // writeEntry writes the entry at the root of the tape, of variant idx.
 func (w *writer) writeEntry(dst []byte, idx int) []byte {
 	base := len(w.outs)
-	w.variant(sessionEntry, idx, wire.KindObject, w.members(0, sessionEntry.tag), true)
+	w.variant(sessionEntry, idx, wire.KindObject, w.members(0, &sessionEntry.tagKey), true)
 	return w.object(dst, base)
 }
 
@@ -63,36 +60,98 @@ func (w *writer) writeEntry(dst []byte, idx int) []byte {
 // writer's order, and pops them.
 func (w *writer) object(dst []byte, base int) []byte {
 	end := len(w.outs)
+	// The order is of indices, not of the members themselves: moving those
+	// (with their pointers) costs more, write barriers included.
+	var small [maxFields + 4]int
+	order := small[:0]
+	for i := base; i < end; i++ {
+		order = append(order, i)
+	}
 	if w.order == canonicalOrder {
-		// Stable, so that of equal keys (which the typed model never
-		// writes) the last stays last, and wins, as in a Value.
-		sortOuts(w.outs[base:end])
+		w.sortOuts(order)
 	}
 	dst = append(dst, '{')
 	first := true
-	for i := base; i < end; i++ {
-		// A copy: writing the value may grow w.outs, and move it.
-		m := w.outs[i]
-		if w.order == canonicalOrder && i+1 < end && compareOuts(&w.outs[i+1], &m) == 0 {
-			continue
+	for k, i := range order {
+		// Writing a value may grow w.outs, and move it: index it afresh.
+		if w.order == canonicalOrder && k+1 < len(order) && w.compare(order[k+1], i) == 0 {
+			continue // a later duplicate wins (the typed model writes none)
 		}
 		if !first {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = wire.AppendString(dst, m.key)
-		dst = append(dst, ':')
-		switch {
-		case m.t != nil:
-			dst = w.value(dst, m.t, m.node)
-		case m.str != nil:
-			dst = wire.AppendString(dst, *m.str)
-		default:
-			dst = append(dst, m.lit...)
+		if key := w.outs[i].key; key != nil {
+			dst = append(dst, key.label...)
+		} else {
+			dst = append(w.t.AppendString(dst, w.outs[i].node-1), ':')
+		}
+		if t := w.outs[i].t; t != nil {
+			dst = w.value(dst, t, w.outs[i].node)
+		} else {
+			dst = append(dst, w.outs[i].lit...)
 		}
 	}
 	w.outs = w.outs[:base]
 	return append(dst, '}')
+}
+
+// sortOuts sorts members (indices in w.outs) by key, stably.
+func (w *writer) sortOuts(order []int) {
+	if len(order) == 0 {
+		return
+	}
+	// Model names only (always but for a bashExecution message's extra
+	// members): sort their ranks, each with its place below it, so that
+	// equal ranks stay in order. An object has a dozen members at most.
+	for _, i := range order {
+		if w.outs[i].key == nil {
+			w.sortOutsByName(order)
+			return
+		}
+	}
+	base := order[0]
+	for k, i := range order {
+		order[k] = w.outs[i].key.rank<<16 | (i - base)
+	}
+	insertionSort(order, func(a, b int) bool { return a < b })
+	for k := range order {
+		order[k] = base + order[k]&0xffff
+	}
+}
+
+// sortOutsByName is sortOuts comparing names.
+func (w *writer) sortOutsByName(order []int) {
+	insertionSort(order, func(a, b int) bool { return w.compare(a, b) < 0 })
+}
+
+// insertionSort sorts s stably: short, and quick on the few items here.
+func insertionSort(s []int, less func(a, b int) bool) {
+	for i := 1; i < len(s); i++ {
+		x := s[i]
+		j := i
+		for ; j > 0 && less(x, s[j-1]); j-- {
+			s[j] = s[j-1]
+		}
+		s[j] = x
+	}
+}
+
+// compare compares the keys of members a and b (indices in w.outs) in byte
+// order: by rank for model names, as strings otherwise.
+func (w *writer) compare(a, b int) int {
+	ka, kb := w.outs[a].key, w.outs[b].key
+	if ka != nil && kb != nil {
+		return cmp.Compare(ka.rank, kb.rank)
+	}
+	return bytes.Compare(w.keyOf(a), w.keyOf(b))
+}
+
+func (w *writer) keyOf(i int) []byte {
+	if k := w.outs[i].key; k != nil {
+		return []byte(k.text)
+	}
+	return w.key(w.outs[i].node - 1)
 }
 
 // value writes node v, read as type t.
@@ -144,7 +203,7 @@ func (w *writer) value(dst []byte, t *typ, v int) []byte {
 		return w.object(dst, base)
 	case kUnitEnum:
 		i, _ := w.unitVariant(t.en, v)
-		return wire.AppendString(dst, t.en.variants[i].name)
+		return append(dst, t.en.lits[i]...)
 	case kUserContent:
 		if w.t.Kind(v) == wire.KindString {
 			return w.t.AppendString(dst, v)
@@ -156,7 +215,7 @@ func (w *writer) value(dst []byte, t *typ, v int) []byte {
 
 // variant gathers variant idx of e: its tag, then its body's members.
 func (w *writer) variant(e *enumDef, idx int, k wire.Kind, body []int, top bool) {
-	w.outs = append(w.outs, out{key: e.tag, rank: e.tagRank, str: &e.variants[idx].name})
+	w.outs = append(w.outs, out{key: &e.tagKey, lit: e.lits[idx]})
 	w.structBody(e.variants[idx].body, k, body, top)
 }
 
@@ -198,7 +257,8 @@ func (w *writer) gather(s *structDef, slots []int, members []int, top bool) {
 	if s.hasFlatten() {
 		kept = w.kept(s, members)
 	}
-	for i, f := range s.fields {
+	for i := range s.fields {
+		f := &s.fields[i]
 		if f.flatten {
 			if f.t.kind == kExtra {
 				w.extra(kept)
@@ -213,7 +273,7 @@ func (w *writer) gather(s *structDef, slots []int, members []int, top bool) {
 			// The entry's own id and parent, which the caller may replace.
 			if set, ok := w.override(f.name); ok {
 				if set != nil {
-					w.outs = append(w.outs, out{key: f.name, rank: f.rank, str: set})
+					w.outs = append(w.outs, out{key: &f.key, lit: string(wire.AppendString(nil, *set))})
 				}
 				continue
 			}
@@ -224,12 +284,12 @@ func (w *writer) gather(s *structDef, slots []int, members []int, top bool) {
 			v < 0 && (f.t.kind == kOption || f.dflt && f.t.kind != kBool):
 			// None.
 			if !f.skipNone {
-				w.outs = append(w.outs, out{key: f.name, rank: f.rank, lit: "null"})
+				w.outs = append(w.outs, out{key: &f.key, lit: "null"})
 			}
 		case v < 0:
-			w.outs = append(w.outs, out{key: f.name, rank: f.rank, lit: "false"}) // a defaulted bool
+			w.outs = append(w.outs, out{key: &f.key, lit: "false"}) // a defaulted bool
 		default:
-			w.outs = append(w.outs, out{key: f.name, rank: f.rank, t: f.t, node: v})
+			w.outs = append(w.outs, out{key: &f.key, t: f.t, node: v})
 		}
 	}
 }
@@ -260,7 +320,7 @@ func (w *writer) extra(kept []int) {
 		if i+1 < len(sorted) && string(w.key(sorted[i+1])) == string(w.key(m)) {
 			continue
 		}
-		w.outs = append(w.outs, out{key: w.t.Str(m), rank: -1, t: tValue, node: m + 1, extra: true})
+		w.outs = append(w.outs, out{t: tValue, node: m + 1})
 	}
 }
 
@@ -270,46 +330,21 @@ func (w *writer) extra(kept []int) {
 func (e *Entry) extraMembers() []string {
 	w := e.writer(typedOrder)
 	defer e.done(&w)
-	w.variant(sessionEntry, e.variant, wire.KindObject, w.members(0, sessionEntry.tag), true)
+	w.variant(sessionEntry, e.variant, wire.KindObject, w.members(0, &sessionEntry.tagKey), true)
 	top := len(w.outs)
 	for _, m := range w.outs[:top] {
-		if m.key != "message" || m.t == nil {
+		if m.key == nil || m.key.text != "message" || m.t == nil {
 			continue
 		}
 		idx, k, body, _ := w.tagged(sessionMessage.en, m.node)
 		w.structBody(sessionMessage.en.variants[idx].body, k, body, false)
 		var names []string
 		for _, f := range w.outs[top:] {
-			if f.extra {
-				names = append(names, f.key)
+			if f.key == nil {
+				names = append(names, w.t.Str(f.node-1))
 			}
 		}
 		return names
 	}
 	return nil
-}
-
-// sortOuts sorts members by key, stably: insertion sort, for an object has
-// a dozen members at most (a bashExecution message's extra members come
-// sorted already).
-func sortOuts(o []out) {
-	for i := 1; i < len(o); i++ {
-		if compareOuts(&o[i-1], &o[i]) <= 0 {
-			continue
-		}
-		x := o[i]
-		j := i
-		for ; j > 0 && compareOuts(&o[j-1], &x) > 0; j-- {
-			o[j] = o[j-1]
-		}
-		o[j] = x
-	}
-}
-
-// compareOuts compares two members' keys in byte order.
-func compareOuts(a, b *out) int {
-	if a.rank >= 0 && b.rank >= 0 {
-		return cmp.Compare(a.rank, b.rank)
-	}
-	return cmp.Compare(a.key, b.key)
 }

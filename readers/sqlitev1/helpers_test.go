@@ -161,6 +161,21 @@ func sameEntries(tb testing.TB, got, want []readers.Entry) {
 	}
 }
 
+// readsBranchingUnchanged reads db, which must give the entries of the
+// branching session, and checks that db's directory still lists as before
+// (dirState): the read created and changed nothing beside the database.
+func readsBranchingUnchanged(tb testing.TB, db, before string) {
+	tb.Helper()
+	got, err := readAll(tb, db, Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sameEntries(tb, got, jsonlEntries(tb, branchingSession(tb)))
+	if after := dirState(tb, filepath.Dir(db)); after != before {
+		tb.Fatalf("directory changed:\n%s\n->\n%s", before, after)
+	}
+}
+
 // dirState lists a directory: name, mode, size, mtime, ctime and content
 // digest of each entry, to prove a read left it exactly as it was.
 func dirState(tb testing.TB, dir string) string {

@@ -60,14 +60,7 @@ func TestLiveWriter(t *testing.T) {
 	if err == nil && n > 0 {
 		t.Fatalf("the database file already holds %d entries: the WAL is not exercised", n)
 	}
-	got, err := readAll(t, db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameEntries(t, got, jsonlEntries(t, branchingSession(t)))
-	if after := dirState(t, dir); after != before {
-		t.Fatalf("directory changed:\n%s\n->\n%s", before, after)
-	}
+	readsBranchingUnchanged(t, db, before)
 }
 
 // TestHotWAL: the writer was SIGKILLed; its WAL (and -shm) stay. The
@@ -82,14 +75,7 @@ func TestHotWAL(t *testing.T) {
 	if !strings.Contains(before, "s.sqlite-wal") {
 		t.Fatalf("no hot WAL after the kill:\n%s", before)
 	}
-	got, err := readAll(t, db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameEntries(t, got, jsonlEntries(t, branchingSession(t)))
-	if after := dirState(t, dir); after != before {
-		t.Fatalf("directory changed:\n%s\n->\n%s", before, after)
-	}
+	readsBranchingUnchanged(t, db, before)
 }
 
 // TestHotJournal: a rollback-journal writer was killed in the middle of a
@@ -117,14 +103,7 @@ func TestHotJournal(t *testing.T) {
 	if err == nil && n == 0 {
 		t.Fatal("the killed transaction did not reach the database file")
 	}
-	got, err := readAll(t, db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameEntries(t, got, jsonlEntries(t, branchingSession(t)))
-	if after := dirState(t, dir); after != before {
-		t.Fatalf("directory changed:\n%s\n->\n%s", before, after)
-	}
+	readsBranchingUnchanged(t, db, before)
 }
 
 // TestReadOnlyDir: in a 0555 directory, with a hot WAL and with a cleanly
@@ -146,14 +125,7 @@ func TestReadOnlyDir(t *testing.T) {
 			}
 			t.Cleanup(func() { os.Chmod(dir, 0o700) })
 			before := dirState(t, dir)
-			got, err := readAll(t, db, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sameEntries(t, got, jsonlEntries(t, branchingSession(t)))
-			if after := dirState(t, dir); after != before {
-				t.Fatalf("directory changed:\n%s\n->\n%s", before, after)
-			}
+			readsBranchingUnchanged(t, db, before)
 			if name == "closed" && strings.Contains(before, "-wal") {
 				t.Fatalf("clean close left a WAL:\n%s", before)
 			}

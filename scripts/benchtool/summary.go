@@ -21,11 +21,12 @@ import (
 // "-" and load1 the one-minute load average when the step started.
 type Step struct {
 	Name       string         `json:"name"`
-	Seconds    float64        `json:"seconds"`    // wall clock
-	CPUSeconds float64        `json:"cpuSeconds"` // user + system, the step's processes
-	Load1      float64        `json:"load1"`      // machine load when the step started: noise marker
-	Bytes      int64          `json:"bytes"`      // the bytes the MB/s figure is over
-	MBps       float64        `json:"mbPerSec"`   // 1 MB = 10^6 bytes
+	Seconds    float64        `json:"seconds"`     // wall clock
+	CPUSeconds float64        `json:"cpuSeconds"`  // user + system, the step's processes
+	Load1      float64        `json:"load1"`       // machine load when the step started: noise marker
+	Bytes      int64          `json:"bytes"`       // the bytes the MB/s figure is over
+	MBps       float64        `json:"mbPerSec"`    // 1 MB = 10^6 bytes
+	MBpCPUs    float64        `json:"mbPerCpuSec"` // robust to a busy machine, blind to I/O waits
 	PeakRSSKB  int64          `json:"peakRssKB"`
 	ExitCode   int            `json:"exitCode"`
 	Totals     *MigrateTotals `json:"totals,omitempty"` // from pisess migrate --json
@@ -169,6 +170,9 @@ func readSteps(path string) ([]Step, error) {
 		if st.Seconds > 0 {
 			st.MBps = float64(st.Bytes) / 1e6 / st.Seconds
 		}
+		if st.CPUSeconds > 0 {
+			st.MBpCPUs = float64(st.Bytes) / 1e6 / st.CPUSeconds
+		}
 		steps = append(steps, st)
 	}
 	return steps, nil
@@ -267,14 +271,14 @@ func (s *Summary) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "   %s; peak RSS from %s; 1 MB = 10^6 bytes\n\n", strings.Join(ps, " "), m.RSSSource)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "step\tseconds\tCPU s\tMB\tMB/s\tpeak RSS MB\tload\tsessions\t")
+	fmt.Fprintln(tw, "step\tseconds\tCPU s\tMB\tMB/s\tMB/CPU-s\tpeak RSS MB\tload\tsessions\t")
 	for _, st := range s.Steps {
 		what := ""
 		if t := st.Totals; t != nil {
 			what = fmt.Sprintf("%d migrated, %d refreshed, %d skipped, %d failed", t.Migrated, t.Refreshed, t.Skipped, t.Failed)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t\n", st.Name, st.Seconds, st.CPUSeconds,
-			float64(st.Bytes)/1e6, st.MBps, float64(st.PeakRSSKB)/1024, st.Load1, what)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t\n", st.Name, st.Seconds, st.CPUSeconds,
+			float64(st.Bytes)/1e6, st.MBps, st.MBpCPUs, float64(st.PeakRSSKB)/1024, st.Load1, what)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)

@@ -8,13 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"pisess/fixtures"
 	"pisess/fixtures/pi"
 	"pisess/readers"
 	"pisess/readers/jsonl"
 )
-
-// vectorsDir holds the shared reference vectors.
-const vectorsDir = "/work/shared/vectors"
 
 // TestRealPiReadsTheUpgradeAsTheOriginal upgrades every hand-written v1/v2
 // file of the pi driver and two reject vectors, and checks with the real
@@ -41,8 +39,9 @@ func TestRealPiReadsTheUpgradeAsTheOriginal(t *testing.T) {
 	for _, f := range legacy {
 		add(f.Name, f.Path)
 	}
-	add("vector-v1_header_version_1", filepath.Join(vectorsDir, "reject", "v1_header_version_1.jsonl"))
-	add("vector-v2_hookmessage", filepath.Join(vectorsDir, "reject", "v2_hookmessage.jsonl"))
+	vectors := fixtures.VectorsDir(t)
+	add("vector-v1_header_version_1", filepath.Join(vectors, "reject", "v1_header_version_1.jsonl"))
+	add("vector-v2_hookmessage", filepath.Join(vectors, "reject", "v2_hookmessage.jsonl"))
 	for _, c := range craftedLegacy {
 		add("crafted-"+c.name, writeFile(t, filepath.Join(dir, "crafted", c.name+".jsonl"), c.content))
 	}

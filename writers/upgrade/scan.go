@@ -35,7 +35,7 @@ const (
 // line pi would drop or mangle (see doc.go). The header is the first one.
 type scanner struct {
 	ctx context.Context
-	lr  *lineReader
+	lr  *normalize.LineReader
 
 	// Counted as the file is read.
 	blank, crlf int
@@ -50,24 +50,26 @@ type parsed struct {
 	v     wire.Value
 }
 
+// newScanner splits r on "\n" only, as pi's split("\n") does. Whatever the
+// scanner reads from r is also what the caller's tee (a hash, the
+// quarantine copy) sees, since it is the only reader.
 func newScanner(ctx context.Context, r io.Reader) *scanner {
-	return &scanner{ctx: ctx, lr: newLineReader(r)}
+	return &scanner{ctx: ctx, lr: normalize.NewLineReader(r, normalize.LineBufferSize, MaxLineBytes, false)}
 }
 
 // next returns the next non-blank line, io.EOF after the last, a *refusal,
 // or a read error.
 func (s *scanner) next() (parsed, error) {
 	for {
-		if s.lr.line%4096 == 0 {
+		if s.lr.Line()%4096 == 0 {
 			if err := s.ctx.Err(); err != nil {
 				return parsed{}, err
 			}
 		}
-		start := s.lr.off
-		line, err := s.lr.next()
-		n := s.lr.line
+		line, start, err := s.lr.Next()
+		n := s.lr.Line()
 		switch {
-		case errors.Is(err, errLineTooLong):
+		case errors.Is(err, normalize.ErrLineTooLong):
 			return parsed{}, refuse(n, readers.ClassLineTooLong,
 				"line is longer than %d bytes (it starts at byte offset %d)", MaxLineBytes, start)
 		case err != nil:

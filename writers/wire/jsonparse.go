@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
@@ -36,7 +37,14 @@ const (
 	msgUnexpectedEndHex  = "unexpected end of hex escape"
 	msgRecursionLimit    = "recursion limit exceeded"
 	msgInvalidUTF8       = "invalid UTF-8"
+	// Not serde_json's: see maxTapeText.
+	msgTextTooLong = "JSON text of 2 GiB or more"
 )
+
+// maxTapeText is the longest text a Tape reads: its nodes hold 32-bit
+// offsets. No reader of pisess gets near it: lines and frames stop at 100
+// MiB, SQLite values at 1 GB.
+const maxTapeText = math.MaxInt32
 
 // recursionLimit is serde_json's default nesting budget: the 128th nested
 // container is refused.
@@ -171,9 +179,14 @@ func ParseTape(b []byte, hook TapeHook) (*Tape, error) {
 // used the value, so that check is Trailing, a separate step. t reads b in
 // place: b must not change while t is in use.
 func (t *Tape) Parse(b []byte, hook TapeHook) error {
+	if len(b) > maxTapeText {
+		return &SyntaxError{Msg: msgTextTooLong, Line: 1, Offset: 0}
+	}
 	*t = Tape{text: b, nodes: t.nodes[:0], unesc: t.unesc[:0]}
 	if t.nodes == nil {
-		t.nodes = make([]node, 0, 32) // enough for most documents of this format
+		// A session line has a node per 13 bytes or so (one per 9 at
+		// most); a long one is mostly text.
+		t.nodes = make([]node, 0, min(len(b)/10+8, 128))
 	}
 	p := parser{b: b, depth: recursionLimit, t: t, hook: hook}
 	if err := p.value(true); err != nil {
@@ -232,7 +245,7 @@ func (p *parser) skipWS() {
 
 // leaf appends a node that has no items.
 func (p *parser) leaf(n node) {
-	n.next = len(p.t.nodes) + 1
+	n.next = int32(len(p.t.nodes) + 1)
 	p.t.nodes = append(p.t.nodes, n)
 }
 
@@ -321,7 +334,7 @@ func (p *parser) open(k Kind) int {
 func (p *parser) closeAt(at int, items int) {
 	n := &p.t.nodes[at]
 	n.x = uint64(items)
-	n.next = len(p.t.nodes)
+	n.next = int32(len(p.t.nodes))
 }
 
 func (p *parser) array() error {
@@ -425,19 +438,21 @@ func (p *parser) object(top bool) error {
 // the tape's own buffer.
 func (p *parser) str() error {
 	start := p.i
-	p.i = plainRun(p.b, p.i)
+	var wide bool
+	p.i, wide = plainRun(p.b, p.i)
 	if p.i < len(p.b) && p.b[p.i] == '"' {
 		p.i++
-		if !utf8.Valid(p.b[start : p.i-1]) {
+		// Only a string with a byte of 0x80 or more can be invalid.
+		if wide && !utf8.Valid(p.b[start:p.i-1]) {
 			return p.err(msgInvalidUTF8)
 		}
-		p.leaf(node{kind: KindString, start: start, end: p.i - 1})
+		p.leaf(node{kind: KindString, start: int32(start), end: int32(p.i - 1), x: strWordAt(p.b, start, p.i-1-start)})
 		return nil
 	}
 	buf := p.t.unesc
 	ustart := len(buf)
 	for {
-		p.i = plainRun(p.b, p.i)
+		p.i, _ = plainRun(p.b, p.i)
 		if p.i >= len(p.b) {
 			return p.err(msgEOFString)
 		}
@@ -449,7 +464,7 @@ func (p *parser) str() error {
 			if !utf8.Valid(buf[ustart:]) {
 				return p.err(msgInvalidUTF8)
 			}
-			p.leaf(node{kind: KindString, esc: true, start: ustart, end: len(buf)})
+			p.leaf(node{kind: KindString, esc: true, start: int32(ustart), end: int32(len(buf)), x: StrWord(buf[ustart:])})
 			return nil
 		case '\\':
 			buf = append(buf, p.b[start:p.i]...)
@@ -468,20 +483,41 @@ func (p *parser) str() error {
 
 // plainRun returns the index of the first byte at or after i that a JSON
 // string cannot hold as it is (the quote, the backslash, a C0 control), or
-// len(b). Eight bytes are tested at a time: strings are most of a session's
-// bytes, and most of their bytes are plain.
-func plainRun(b []byte, i int) int {
+// len(b), and whether a byte it skipped is 0x80 or more. Eight bytes are
+// tested at a time: strings are most of a session's bytes, and most of
+// their bytes are plain.
+func plainRun(b []byte, i int) (int, bool) {
+	var seen uint64 // the bytes skipped, or-ed together
 	for ; i+8 <= len(b); i += 8 {
-		if hasSpecial(binary.LittleEndian.Uint64(b[i:])) {
-			break
+		x := binary.LittleEndian.Uint64(b[i:])
+		if m := specialBytes(x); m != 0 {
+			n := bits.TrailingZeros64(m) / 8
+			seen |= x & (1<<(8*n) - 1)
+			return i + n, seen&msbs != 0
 		}
+		seen |= x
 	}
 	for ; i < len(b); i++ {
-		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+		c := b[i]
+		if c == '"' || c == '\\' || c < 0x20 {
 			break
 		}
+		seen |= uint64(c)
 	}
-	return i
+	return i, seen&msbs != 0
+}
+
+// strWordAt is StrWord of b[start:start+n], loading the bytes at once
+// when b has eight from start.
+func strWordAt(b []byte, start, n int) uint64 {
+	if start+8 > len(b) {
+		return StrWord(b[start : start+n])
+	}
+	x := binary.LittleEndian.Uint64(b[start:]) & (1<<56 - 1)
+	if n < 7 {
+		x &= 1<<(8*n) - 1
+	}
+	return x<<8 | uint64(min(n, 0xff))
 }
 
 const (
@@ -489,13 +525,15 @@ const (
 	msbs = 0x8080808080808080
 )
 
-// hasSpecial reports whether any of the eight bytes in x is '"', '\\' or
-// below 0x20 (the "has a byte less than n" and "has a zero byte" tricks of
-// Bit Twiddling Hacks, exact as existence tests).
-func hasSpecial(x uint64) bool {
+// specialBytes flags, in the top bit of each, the bytes of x that are
+// '"', '\\' or below 0x20 ("has a byte less than n" and "has a zero byte"
+// of Bit Twiddling Hacks). A byte above a flagged one may be flagged
+// wrongly (a borrow), but the lowest flagged byte is always right: its
+// place is where the run of plain bytes ends.
+func specialBytes(x uint64) uint64 {
 	q := x ^ (lsbs * '"')
 	s := x ^ (lsbs * '\\')
-	return ((x-lsbs*0x20)&^x|(q-lsbs)&^q|(s-lsbs)&^s)&msbs != 0
+	return ((x-lsbs*0x20)&^x | (q-lsbs)&^q | (s-lsbs)&^s) & msbs
 }
 
 func (p *parser) escape(buf []byte) ([]byte, error) {

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,8 +54,8 @@ func plainRunOf[S string | []byte](s S, i int) int {
 	for ; i+8 <= len(s); i += 8 {
 		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if hasSpecial(x) {
-			break
+		if m := specialBytes(x); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
 	for ; i < len(s); i++ {
@@ -376,7 +377,7 @@ func (t *Tape) AppendCanonical(dst []byte, i int) []byte {
 		return t.AppendString(dst, i)
 	case KindArray:
 		dst = append(dst, '[')
-		for j, k := i+1, 0; k < int(n.x); j, k = t.nodes[j].next, k+1 {
+		for j, k := i+1, 0; k < int(n.x); j, k = int(t.nodes[j].next), k+1 {
 			if k > 0 {
 				dst = append(dst, ',')
 			}
@@ -405,7 +406,7 @@ func (t *Tape) appendCanonicalObject(dst []byte, i int) []byte {
 		keys = make([]int, 0, n)
 	}
 	sorted := true
-	for j, k := i+1, 0; k < t.Len(i); j, k = t.nodes[j+1].next, k+1 {
+	for j, k, n := i+1, 0, t.Len(i); k < n; j, k = int(t.nodes[j+1].next), k+1 {
 		if len(keys) > 0 && string(t.StrBytes(keys[len(keys)-1])) >= string(t.StrBytes(j)) {
 			sorted = false
 		}

@@ -112,17 +112,19 @@ type Tape struct {
 	unesc []byte // the contents of strings with escapes, unescaped
 }
 
+// node is 24 bytes: offsets are 32 bits, which is why ParseTape refuses a
+// text of 2 GiB or more (maxTapeText).
 type node struct {
 	kind Kind
 	num  NumKind // numbers: how x holds the number
 	esc  bool    // strings: the content is unesc[start:end], else text[start:end]
-	// start and end span a string's content.
-	start, end int
-	// x is a container's number of items, a boolean's 1 or 0, a number's
-	// u64, i64 or f64 bits.
-	x uint64
 	// next is the node after this value and its items.
-	next int
+	next int32
+	// start and end span a string's content.
+	start, end int32
+	// x is a container's number of items, a boolean's 1 or 0, a number's
+	// u64, i64 or f64 bits, a string's StrWord.
+	x uint64
 }
 
 func numberNode(n Number) node {
@@ -167,7 +169,7 @@ func (t *Tape) Len(i int) int { return int(t.nodes[i].x) }
 // Next is the node after node i's value: an array's items are i+1,
 // Next(i+1), ...; an object's members are key i+1 with value i+2, then key
 // Next(i+2) with its value after it, ...
-func (t *Tape) Next(i int) int { return t.nodes[i].next }
+func (t *Tape) Next(i int) int { return int(t.nodes[i].next) }
 
 // StrBytes is a string node's content. It is read-only: it may be the
 // text the tape was read from.
@@ -179,6 +181,22 @@ func (t *Tape) StrBytes(i int) []byte {
 	return t.text[n.start:n.end:n.end]
 }
 
+// StrWord is StrWord of a string node's content, kept since the string
+// was read.
+func (t *Tape) StrWord(i int) uint64 { return t.nodes[i].x }
+
+// StrWord packs a string's length (255 for any longer) and its first seven
+// bytes into a word: strings whose words differ differ, and strings of up
+// to seven bytes are equal exactly when their words are. A reader that
+// looks names up can so tell most of them apart without reading them.
+func StrWord[S string | []byte](s S) uint64 {
+	w := uint64(min(len(s), 0xff))
+	for i := 0; i < len(s) && i < 7; i++ {
+		w |= uint64(s[i]) << (8 * (i + 1))
+	}
+	return w
+}
+
 // Str is a string node's content as a string of its own.
 func (t *Tape) Str(i int) string { return string(t.StrBytes(i)) }
 
@@ -187,7 +205,7 @@ func (t *Tape) Value(i int) Value {
 	// Count first, so that the containers take one block of members and
 	// one of items, each cut to length as it is handed out.
 	var members, items int
-	for j := i; j < t.nodes[i].next; j++ {
+	for j := i; j < int(t.nodes[i].next); j++ {
 		switch n := &t.nodes[j]; n.kind {
 		case KindObject:
 			members += int(n.x)
