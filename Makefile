@@ -16,9 +16,12 @@ PI_DIR      := scripts/pi
 build:
 	$(GO) build -o $(BIN) .
 
-# The one test command (README, .ci/run).
+# The one test command (README, .ci/run): every test, then the crash
+# harness, whose failpoints SIGKILL child processes at named steps (they
+# are compiled in only with -tags failpoints).
 test: npm-deps
 	$(GO) test ./...
+	$(GO) test -tags failpoints -run Crash ./...
 
 # Interop tests drive the real TypeScript pi; install its pinned packages
 # once (only when the lock file exists and node_modules does not).

@@ -129,6 +129,7 @@ type scan struct {
 	iterErr    error // why the frames could not all be read
 	typedOK    bool
 	parents    map[string]string
+	dec        payload.Decoder // reused: only the entry's fields are read
 
 	entries, bytes uint64
 	chain          string
@@ -226,7 +227,7 @@ func (sv *scan) frame(f wire.Frame, row wire.IndexRow) {
 	sv.bytes += row.ByteLength
 	sv.chain = wire.ChainStep(sv.chain, f.PayloadSHA256)
 	sv.parents[f.EntryID] = f.ParentEntryID
-	e, err := payload.Decode(f.Payload)
+	e, err := sv.dec.Decode(f.Payload)
 	problem := ""
 	switch {
 	case err != nil:

@@ -34,6 +34,10 @@ type Source struct {
 	graph  *normalize.Builder
 	lr     *normalize.LineReader // pass 2
 	err    error                 // sticky: io.EOF or the refusal that ended the stream
+	// dec decodes the lines of both passes and fdec those fetch re-reads:
+	// a Decoder's entry lives until its next Decode, and fetch runs while
+	// a pass-2 entry is still being resolved.
+	dec, fdec payload.Decoder
 }
 
 var _ readers.Source = (*Source)(nil)
@@ -109,7 +113,7 @@ func (s *Source) next() (readers.Entry, error) {
 		if n == 1 || rustTrimEmpty(line) {
 			continue
 		}
-		e, err := payload.Decode(line)
+		e, err := s.dec.Decode(line)
 		if err != nil {
 			return readers.Entry{}, s.changed(n)
 		}
@@ -155,7 +159,7 @@ func (s *Source) scan(opt Options) error {
 		if rustTrimEmpty(line) {
 			continue
 		}
-		e, err := payload.Decode(line)
+		e, err := s.dec.Decode(line)
 		if err != nil {
 			return s.entryRefusal(lr.Line(), line, err)
 		}
@@ -256,7 +260,7 @@ func (s *Source) fetch(loc int64) (*payload.Entry, error) {
 	if err != nil {
 		return nil, s.changed(0)
 	}
-	e, err := payload.Decode(line)
+	e, err := s.fdec.Decode(line)
 	if err != nil {
 		return nil, s.changed(0)
 	}

@@ -17,7 +17,8 @@
 // reading a whole session allocates little more than its output.
 package payload
 
-// Entry is one accepted entry.
+// Entry is one accepted entry. Its methods work in its decoder's memory:
+// an Entry, like a Decoder, is not safe for concurrent use.
 type Entry struct {
 	Type      string // the entry type tag: message, model_change, ...
 	ID        string

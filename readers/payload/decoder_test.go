@@ -102,3 +102,36 @@ func FuzzDecoder(f *testing.F) {
 		}
 	})
 }
+
+// Names that only a look at every byte tells apart: the empty name (whose
+// wire.StrWord is 0), names of eight bytes or more that share their first
+// seven, names that differ only in length.
+func TestDecodeTellsNamesApart(t *testing.T) {
+	tests := []struct {
+		line, want string
+	}{
+		{`{"type":"message","":0}`, "missing field `message`"},
+		{`{"type":"message","base":{"id":"x"},"timestamp":"t"}`, "missing field `message`"},
+		{`{"type":"compaction","timestamp":"t","summary":"s","firstKeptEntryIdX":"f","tokensBefore":1}`,
+			"missing field `firstKeptEntryId`"},
+		{`{"type":"compaction","timestamp":"t","summary":"s","firstKeptEntryId":"f","tokensBefor":1}`,
+			"missing field `tokensBefore`"},
+		{`{"type":"model_change","timestamp":"t","provider":"p","modelI":"m"}`, "missing field `modelId`"},
+		{`{"type":"model_change","timestamp":"t","provider":"p","modelId":"m","":1}`,
+			`{"modelId":"m","provider":"p","timestamp":"t","type":"model_change"}`},
+		{msg(`{"role":"bashExecution","command":"c","output":"o","exitCode":0,"":1,"cancelle":true}`),
+			`{"id":"e1","message":{"":1,"cancelle":true,"command":"c","exitCode":0,"output":"o","role":"bashExecution"},"parentId":"e0","timestamp":"t","type":"message"}`},
+	}
+	for _, tt := range tests {
+		e, err := Decode([]byte(tt.line))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else {
+			got = string(e.Canonical())
+		}
+		if got != tt.want {
+			t.Errorf("%s\n got %s\nwant %s", tt.line, got, tt.want)
+		}
+	}
+}

@@ -81,7 +81,7 @@ type structDef struct {
 	fields    []field
 
 	// Set by init: whether a member is flattened, and the wire.StrWord of
-	// each member's name, or 0 (no string's) when the member is flattened.
+	// each member's name.
 	flatten bool
 	words   []uint64
 	// id tells the structs apart in reader.bound; never 0.
@@ -97,7 +97,7 @@ func (s *structDef) hasFlatten() bool { return s.flatten }
 func (s *structDef) own(t *wire.Tape, k int) int {
 	w := t.StrWord(k)
 	for i, fw := range s.words {
-		if fw == w && (len(s.fields[i].name) < 8 || s.fields[i].name == string(t.StrBytes(k))) {
+		if fw == w && !s.fields[i].flatten && (len(s.fields[i].name) < 8 || s.fields[i].name == string(t.StrBytes(k))) {
 			return i
 		}
 	}
@@ -423,10 +423,9 @@ func init() {
 		for i := range s.fields {
 			f := &s.fields[i]
 			f.key = key(f.name)
+			s.words[i] = wire.StrWord(f.name)
 			if f.flatten {
 				s.flatten = true
-			} else {
-				s.words[i] = wire.StrWord(f.name)
 			}
 		}
 	}

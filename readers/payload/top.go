@@ -33,7 +33,8 @@ func Decode(line []byte) (*Entry, error) {
 // shorter life for what it returns: an entry's exported fields are its
 // own, but its Canonical, AppendCanonical, Typed and LegacyID read the
 // line, and work only until the next Decode and while line is unchanged.
-// The zero Decoder is ready to use; it is not safe for concurrent use.
+// The zero Decoder is ready to use; it is not safe for concurrent use, and
+// must not be copied once used.
 type Decoder struct {
 	tape  wire.Tape
 	lists []int
@@ -83,7 +84,7 @@ func (dec *Decoder) decode(line []byte) (*Entry, *Error) {
 	n := t.Nodes()
 	if dec.lists == nil {
 		// What a line needs, so that a first line needs no more.
-		dec.lists, dec.outs = make([]int, 0, n), make([]out, 0, 8)
+		dec.lists, dec.outs = make([]int, 0, 2*n), make([]out, 0, 24)
 	}
 	r := reader{t: t, lists: dec.lists[:0], bound: slices.Grow(dec.bound[:0], n)[:n]}
 	clear(r.bound)

@@ -243,23 +243,7 @@ func keysAscending(obj []Member) bool {
 // sortMembers sorts obj by key, stably: of equal keys, the last in the
 // source stays last, which is the one that wins.
 func sortMembers(obj []Member) []Member {
-	if len(obj) > 32 {
-		slices.SortStableFunc(obj, func(a, b Member) int { return strings.Compare(a.Key, b.Key) })
-		return obj
-	}
-	// Insertion sort: short, stable, and moves nothing when the members
-	// are nearly in order.
-	for i := 1; i < len(obj); i++ {
-		if obj[i-1].Key <= obj[i].Key {
-			continue
-		}
-		m := obj[i]
-		j := i
-		for ; j > 0 && obj[j-1].Key > m.Key; j-- {
-			obj[j] = obj[j-1]
-		}
-		obj[j] = m
-	}
+	slices.SortStableFunc(obj, func(a, b Member) int { return strings.Compare(a.Key, b.Key) })
 	return obj
 }
 
@@ -343,18 +327,7 @@ func appendCanonicalMember(dst []byte, m *Member) []byte {
 
 // sortOrder sorts member indices by key, stably (see sortMembers).
 func sortOrder(order []int32, obj []Member) {
-	if len(order) > 32 {
-		slices.SortStableFunc(order, func(a, b int32) int { return strings.Compare(obj[a].Key, obj[b].Key) })
-		return
-	}
-	for i := 1; i < len(order); i++ {
-		x := order[i]
-		j := i
-		for ; j > 0 && obj[order[j-1]].Key > obj[x].Key; j-- {
-			order[j] = order[j-1]
-		}
-		order[j] = x
-	}
+	slices.SortStableFunc(order, func(a, b int32) int { return strings.Compare(obj[a].Key, obj[b].Key) })
 }
 
 // AppendCanonical appends node i's value as AppendCanonical appends a
