@@ -110,11 +110,18 @@ func writeSession(path, id string, t time.Time, target int64, rng *rand.Rand) er
 	ms := func() string { return strconv.FormatInt(t.UnixMilli(), 10) }
 	line(fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":%q,"cwd":"/home/dev/project"}`, id, t.Format("2006-01-02T15:04:05.000Z")))
 	var ids []string
+	used := map[string]bool{}
 	parent := ""
 	seq := 0
 	next := func() (string, string) {
 		seq++
+		// Ids must be unique within a session (pisess refuses duplicates):
+		// draw again on a repeat, which large sessions do meet.
 		eid := fmt.Sprintf("%08x", rng.Uint32())
+		for used[eid] {
+			eid = fmt.Sprintf("%08x", rng.Uint32())
+		}
+		used[eid] = true
 		p := `"parentId":null`
 		if parent != "" {
 			p = `"parentId":` + js(parent)
