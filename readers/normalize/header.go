@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"pisess/readers"
+	"pisess/readers/payload"
 	"pisess/writers/wire"
 )
 
@@ -123,7 +124,7 @@ func ParseHeader(text []byte) (Header, error) {
 		vals[i] = m.Value
 		return nil
 	}
-	v, end, trailing, err := parseSerde(text, hook)
+	v, end, trailing, err := wire.ParseJSONSplitTrailing(text, hook)
 	if err != nil {
 		return h, headerSyntax(err)
 	}
@@ -216,31 +217,11 @@ func unexpected(v wire.Value) string {
 		}
 		return "floating point `" + string(wire.AppendFloat(nil, v.Num.F)) + "`"
 	case wire.KindString:
-		return "string " + rustDebugString(v.Str)
+		return "string " + payload.RustDebugString(v.Str)
 	case wire.KindArray:
 		return "sequence"
 	}
 	return "map"
-}
-
-// parseSerde reads b as serde_json does, but returns "trailing characters"
-// apart with the value before them: serde_json looks for trailing
-// characters only after the value has been deserialized.
-func parseSerde(b []byte, hook wire.TopLevelHook) (v wire.Value, end int, trailing, err error) {
-	v, end, err = wire.ParseJSONEnd(b, hook)
-	var se *wire.SyntaxError
-	if err == nil || !errors.As(err, &se) || se.Msg != "trailing characters" {
-		return v, end, nil, err
-	}
-	cut := se.Offset - 1 // the error sits one past the first trailing byte
-	if cut < 0 || cut > len(b) {
-		return v, end, nil, err
-	}
-	v, end, err2 := wire.ParseJSONEnd(b[:cut], nil)
-	if err2 != nil {
-		return v, end, nil, err
-	}
-	return v, end, se, nil
 }
 
 func headerSyntax(err error) *HeaderError {

@@ -168,36 +168,3 @@ func UTF8Message(valid, invalidLen int) string {
 	}
 	return "invalid utf-8 sequence of " + strconv.Itoa(invalidLen) + " bytes from index " + strconv.Itoa(valid)
 }
-
-// rustDebugString quotes s as Rust's <str as Debug> does, for serde's
-// `string "…"` in messages: \0 \t \r \n \\ \" short escapes, \u{hex} for
-// grapheme extenders and for what Rust does not print (Go's Unicode tables
-// stand in for Rust's).
-func rustDebugString(s string) string {
-	b := []byte{'"'}
-	for _, r := range s {
-		switch r {
-		case 0:
-			b = append(b, `\0`...)
-		case '\t':
-			b = append(b, `\t`...)
-		case '\r':
-			b = append(b, `\r`...)
-		case '\n':
-			b = append(b, `\n`...)
-		case '\\':
-			b = append(b, `\\`...)
-		case '"':
-			b = append(b, `\"`...)
-		default:
-			if r >= 0x20 && r < 0x7f || unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S, unicode.Mc) && !unicode.In(r, unicode.Other_Grapheme_Extend) {
-				b = utf8.AppendRune(b, r)
-				continue
-			}
-			b = append(b, `\u{`...)
-			b = strconv.AppendInt(b, int64(r), 16)
-			b = append(b, '}')
-		}
-	}
-	return string(append(b, '"'))
-}

@@ -84,7 +84,7 @@ func unexpected(v wire.Value) string {
 			return "floating point `" + string(wire.AppendFloat(nil, v.Num.F)) + "`"
 		}
 	case wire.KindString:
-		return "string " + rustDebugString(v.Str)
+		return "string " + RustDebugString(v.Str)
 	case wire.KindArray:
 		return "sequence"
 	case wire.KindObject:
@@ -96,12 +96,12 @@ func unexpected(v wire.Value) string {
 func unexpectedUnsigned(u uint64) string { return "integer `" + strconv.FormatUint(u, 10) + "`" }
 func unexpectedSigned(i int64) string    { return "integer `" + strconv.FormatInt(i, 10) + "`" }
 
-// rustDebugString quotes s as Rust's `<str as Debug>::fmt` does: the short
+// RustDebugString quotes s as Rust's `<str as Debug>::fmt` does: the short
 // escapes \0 \t \r \n \\ \", and \u{hex} for grapheme extenders and for
 // characters Rust does not consider printable (categories Cc, Cf, Cs, Co,
 // Cn, Zl, Zp and Zs other than the space). Go's Unicode tables stand in for
 // Rust's; they can differ for characters assigned in a newer Unicode version.
-func rustDebugString(s string) string {
+func RustDebugString(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for _, r := range s {

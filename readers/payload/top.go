@@ -234,7 +234,7 @@ func decodeTopArray(line []byte, open int) *Error {
 		case ',':
 			// Not a value: the full parse below reports it.
 		default:
-			elem, end, _, err := parse(line[j:], nil)
+			elem, end, _, err := wire.ParseJSONSplitTrailing(line[j:], nil)
 			if err != nil {
 				return syntaxAt(err, line, j)
 			}
@@ -247,7 +247,7 @@ func decodeTopArray(line []byte, open int) *Error {
 	}
 	// The rest of the array is read (syntax errors stop it) before the
 	// variant is refused; trailing characters would only be seen after.
-	if _, _, _, err := parse(line, nil); err != nil {
+	if _, _, _, err := wire.ParseJSONSplitTrailing(line, nil); err != nil {
 		return fromSyntax(err)
 	}
 	if idx < 0 {
@@ -256,27 +256,6 @@ func decodeTopArray(line []byte, open int) *Error {
 		return positioned(readers.ClassMalformedJSON, "expected value", line, j+1)
 	}
 	return badEntry(msgInvalidType(wire.Array(), sessionEntry.variants[idx].body.expecting))
-}
-
-// parse reads b as serde_json does (a value, then only white space) but
-// returns "trailing characters" apart, with the value before them: the
-// reference looks for trailing characters only after it has deserialized
-// the value, so a refused entry is reported before trailing garbage.
-func parse(b []byte, hook wire.TopLevelHook) (v wire.Value, end int, trailing, err error) {
-	v, end, err = wire.ParseJSONEnd(b, hook)
-	var se *wire.SyntaxError
-	if err == nil || !errors.As(err, &se) || se.Msg != "trailing characters" {
-		return v, end, nil, err
-	}
-	cut := se.Offset - 1 // the error sits one past the first trailing byte
-	if cut < 0 || cut > len(b) {
-		return v, end, nil, err
-	}
-	v, end, err2 := wire.ParseJSONEnd(b[:cut], nil)
-	if err2 != nil {
-		return v, end, nil, err
-	}
-	return v, end, se, nil
 }
 
 // syntaxAt reports a syntax error found in b[base:] at its place in b.

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -146,6 +147,27 @@ func ParseJSONEnd(b []byte, hook TopLevelHook) (Value, int, error) {
 		return Value{}, 0, err
 	}
 	return t.Value(0), t.End(), nil
+}
+
+// ParseJSONSplitTrailing is ParseJSONEnd except that "trailing characters"
+// is not an error but returned apart, with the value before them: the
+// reference's serde_json looks for trailing characters only after it has
+// deserialized the value, so a value it refuses is reported first.
+func ParseJSONSplitTrailing(b []byte, hook TopLevelHook) (v Value, end int, trailing, err error) {
+	v, end, err = ParseJSONEnd(b, hook)
+	var se *SyntaxError
+	if err == nil || !errors.As(err, &se) || se.Msg != msgTrailingChars {
+		return v, end, nil, err
+	}
+	cut := se.Offset - 1 // the error sits one past the first trailing byte
+	if cut < 0 || cut > len(b) {
+		return v, end, nil, err
+	}
+	v, end, err2 := ParseJSONEnd(b[:cut], nil)
+	if err2 != nil {
+		return v, end, nil, err
+	}
+	return v, end, se, nil
 }
 
 // TapeMember is one completed member of the top-level object of a tape
