@@ -106,7 +106,7 @@ func BenchmarkReadJSONL(b *testing.B) {
 	}
 	b.SetBytes(info.Size())
 	b.ReportAllocs()
-	cpu0 := cpuSeconds()
+	cpu := fixtures.StartCPU()
 	b.ResetTimer()
 	var entries int
 	for b.Loop() {
@@ -130,17 +130,9 @@ func BenchmarkReadJSONL(b *testing.B) {
 	b.StopTimer()
 	// Wall-clock MB/s depends on what else the machine runs; MB per CPU
 	// second does not.
-	b.ReportMetric(float64(info.Size())*float64(b.N)/1e6/(cpuSeconds()-cpu0), "MB/cpu-s")
+	cpu.Report(b, info.Size())
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	b.ReportMetric(float64(entries), "entries")
 	b.ReportMetric(float64(ru.Maxrss)/1024, "peakRSS-MB")
-}
-
-// cpuSeconds is the process's user and system CPU time.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime) + tv(ru.Stime)
 }

@@ -1,11 +1,11 @@
 package payload
 
 import (
+	"pisess/fixtures"
+
 	"crypto/sha256"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // benchSession is the largest real-pi vector (about 1.2 MB, 2000 entries):
@@ -29,7 +29,7 @@ func benchDecode(b *testing.B, decode func([]byte) (*Entry, error), use func(*En
 	lines, n := benchLines(b)
 	b.SetBytes(n)
 	b.ReportAllocs()
-	start := cpuClock()
+	cpu := fixtures.StartCPU()
 	for b.Loop() {
 		for _, l := range lines {
 			e, err := decode(l)
@@ -39,7 +39,7 @@ func benchDecode(b *testing.B, decode func([]byte) (*Entry, error), use func(*En
 			use(e)
 		}
 	}
-	reportCPU(b, start, n)
+	cpu.Report(b, n)
 }
 
 func canonical(e *Entry) { _ = e.Canonical() }
@@ -80,13 +80,13 @@ func BenchmarkCanonical(b *testing.B) {
 	b.SetBytes(n)
 	b.ReportAllocs()
 	var buf []byte
-	start := cpuClock()
+	cpu := fixtures.StartCPU()
 	for b.Loop() {
 		for _, e := range entries {
 			buf = e.AppendCanonical(buf[:0])
 		}
 	}
-	reportCPU(b, start, n)
+	cpu.Report(b, n)
 }
 
 // BenchmarkSHA256Lines is the yardstick: plain SHA-256 over the same lines,
@@ -95,28 +95,11 @@ func BenchmarkSHA256Lines(b *testing.B) {
 	lines, n := benchLines(b)
 	b.SetBytes(n)
 	b.ReportAllocs()
-	start := cpuClock()
+	cpu := fixtures.StartCPU()
 	for b.Loop() {
 		for _, l := range lines {
 			_ = sha256.Sum256(l)
 		}
 	}
-	reportCPU(b, start, n)
-}
-
-// cpuClock returns the CPU time the process has used (all threads, the
-// garbage collector's included).
-func cpuClock() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU adds CPU time per operation, and the throughput it gives, to a
-// benchmark's figures: on a shared machine the wall-clock figures mostly
-// measure the neighbours, the CPU time much less so.
-func reportCPU(b *testing.B, since time.Duration, bytes int64) {
-	d := cpuClock() - since
-	b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "cpu-ns/op")
-	b.ReportMetric(float64(bytes)*float64(b.N)/d.Seconds()/1e6, "cpu-MB/s")
+	cpu.Report(b, n)
 }

@@ -1,15 +1,15 @@
 package store
 
 import (
+	"pisess/fixtures"
+
 	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"pisess/writers/wire"
 )
@@ -20,23 +20,6 @@ import (
 // Each also reports cpu-MB/s, payload bytes per second of the process's
 // user+system CPU time, which a busy machine disturbs far less than the
 // wall clock.
-
-// cpuMeter measures the process's CPU time over a benchmark loop.
-type cpuMeter struct{ start time.Duration }
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func startCPU() cpuMeter { return cpuMeter{cpuTime()} }
-
-func (m cpuMeter) report(b *testing.B, bytesPerOp int) {
-	if d := cpuTime() - m.start; d > 0 {
-		b.ReportMetric(float64(bytesPerOp)*float64(b.N)/d.Seconds()/1e6, "cpu-MB/s")
-	}
-}
 
 const benchBytes = 200 << 20
 
@@ -183,7 +166,7 @@ func BenchmarkWriteSeal200MB(b *testing.B) {
 	b.SetBytes(int64(total))
 	b.ReportMetric(float64(len(entries)), "entries")
 	b.ResetTimer()
-	cpu := startCPU()
+	cpu := fixtures.StartCPU()
 	for i := 0; i < b.N; i++ {
 		dir := filepath.Join(b.TempDir(), "s.v2")
 		writeBenchStore(b, dir, entries)
@@ -191,7 +174,7 @@ func BenchmarkWriteSeal200MB(b *testing.B) {
 		os.RemoveAll(dir)
 		b.StartTimer()
 	}
-	cpu.report(b, total)
+	cpu.Report(b, int64(total))
 }
 
 // BenchmarkReadVerify200MB: what verification reads: Open, the manifest,
@@ -204,8 +187,8 @@ func BenchmarkReadVerify200MB(b *testing.B) {
 	writeBenchStore(b, dir, entries)
 	b.SetBytes(int64(total))
 	b.ResetTimer()
-	cpu := startCPU()
-	defer cpu.report(b, total)
+	cpu := fixtures.StartCPU()
+	defer cpu.Report(b, int64(total))
 	for i := 0; i < b.N; i++ {
 		s, err := Open(dir, ReadOptions{})
 		if err != nil {
@@ -235,8 +218,8 @@ func BenchmarkCheck200MB(b *testing.B) {
 	writeBenchStore(b, dir, entries)
 	b.SetBytes(int64(total))
 	b.ResetTimer()
-	cpu := startCPU()
-	defer cpu.report(b, total)
+	cpu := fixtures.StartCPU()
+	defer cpu.Report(b, int64(total))
 	for i := 0; i < b.N; i++ {
 		if ps := mustOpen(b, dir).Check(); len(ps) != 0 {
 			b.Fatal(ps)
@@ -252,8 +235,8 @@ func BenchmarkSHA256(b *testing.B) {
 	}
 	b.SetBytes(int64(len(buf)))
 	b.ResetTimer()
-	cpu := startCPU()
-	defer cpu.report(b, len(buf))
+	cpu := fixtures.StartCPU()
+	defer cpu.Report(b, int64(len(buf)))
 	for i := 0; i < b.N; i++ {
 		sha256.Sum256(buf)
 	}
