@@ -2,10 +2,8 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -176,7 +174,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		return rep, err
 	}
 	if !opt.DryRun {
-		locks, err := lockTrees(opt.Ops, trees)
+		locks, err := lockTrees(log, opt.Ops, trees)
 		if err != nil {
 			return rep, err
 		}
@@ -234,7 +232,7 @@ func checkMigrateOptions(opt *MigrateOptions) error {
 		return Usagef("--lock-timeout %s: want a positive duration", opt.LockTimeout)
 	}
 	if opt.LockTimeout == 0 {
-		opt.LockTimeout = 30 * time.Second
+		opt.LockTimeout = DefaultLockTimeout
 	}
 	if opt.Jobs < 0 {
 		return Usagef("--jobs %d: want a positive number", opt.Jobs)
@@ -264,25 +262,22 @@ func walkRoots(paths []string) ([]discover.Tree, error) {
 }
 
 // lockTrees takes every tree's lock, or none: a run never works on a tree
-// another run holds (exit 32, naming the holder).
-func lockTrees(ops durable.Ops, trees []discover.Tree) ([]*durable.Lock, error) {
+// another run holds (exit 32, naming the holder). It takes each lock the
+// way every changing run does (lockTreeForRepair); a lock left by a run
+// that died is taken over, and logged.
+func lockTrees(log zerolog.Logger, ops durable.Ops, trees []discover.Tree) ([]*durable.Lock, error) {
 	var locks []*durable.Lock
 	for _, t := range trees {
 		if t.SymlinkAncestor != "" {
 			continue // nothing will be written there
 		}
-		if err := ops.MkdirPrivate(filepath.Join(t.Root, discover.PisessDir)); err != nil {
-			unlockAll(locks)
-			return nil, fmt.Errorf("create %s: %w", filepath.Join(t.Root, discover.PisessDir), err)
-		}
-		l, _, err := ops.TryLockTree(TreeLockPath(t.Root))
+		l, stale, err := lockTreeForRepair(ops, t.Root)
 		if err != nil {
 			unlockAll(locks)
-			var held *durable.TreeLockedError
-			if errors.As(err, &held) {
-				return nil, fmt.Errorf("%w: %s is held by %s", ErrTreeLocked, held.Path, held.Holder)
-			}
 			return nil, fmt.Errorf("lock tree %s: %w", t.Root, err)
+		}
+		if stale != "" {
+			log.Warn().Str("tree", t.Root).Str("holder", stale).Msg("took over the tree lock of a run that died holding it")
 		}
 		locks = append(locks, l)
 	}
