@@ -1,13 +1,11 @@
 package jsonl
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -15,45 +13,6 @@ import (
 )
 
 // frame is what the tests compare of a reference frame.
-type frame struct {
-	EntryID string
-	Payload []byte
-}
-
-// referenceFrames reads every frame of a reference store, in segment and
-// line order; the payload is the last member, so its bytes are the
-// payloadBytes before the closing brace.
-func referenceFrames(tb testing.TB, store string) []frame {
-	tb.Helper()
-	segs, err := filepath.Glob(filepath.Join(store, "segments", "*.seg"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sort.Strings(segs)
-	var out []frame
-	for _, seg := range segs {
-		b, err := os.ReadFile(seg)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, line := range bytes.SplitAfter(b, []byte("\n")) {
-			if len(line) == 0 {
-				continue
-			}
-			var f struct {
-				EntryID      string `json:"entryId"`
-				PayloadBytes int    `json:"payloadBytes"`
-			}
-			if err := json.Unmarshal(line, &f); err != nil {
-				tb.Fatalf("%s: %v", seg, err)
-			}
-			end := len(line) - 2 // "}\n"
-			out = append(out, frame{f.EntryID, line[end-f.PayloadBytes : end]})
-		}
-	}
-	return out
-}
-
 // refused is a vector's REFUSED file.
 type refused struct {
 	Error  string `json:"error"`

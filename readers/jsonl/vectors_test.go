@@ -41,7 +41,7 @@ func TestVectors(t *testing.T) {
 			if err != nil {
 				t.Fatalf("refused: %v", err)
 			}
-			frames := referenceFrames(t, filepath.Join(dir, "reference.v2"))
+			frames := fixtures.ReferenceFrames(t, filepath.Join(dir, "reference.v2"))
 			if len(entries) != len(frames) {
 				t.Fatalf("%d entries, reference has %d frames", len(entries), len(frames))
 			}

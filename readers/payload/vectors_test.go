@@ -6,13 +6,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sort"
+	"pisess/fixtures"
 	"strings"
 	"testing"
 	"unicode"
 
 	"pisess/readers"
-	"pisess/writers/wire"
 )
 
 // vectorsDir is where the reference vectors live: /work/shared/vectors,
@@ -48,49 +47,6 @@ func entryLines(tb testing.TB, path string) []sourceLine {
 			continue
 		}
 		out = append(out, sourceLine{num: i + 1, text: l})
-	}
-	return out
-}
-
-// frame is what a test needs of one reference frame.
-type frame struct {
-	entryID string
-	payload []byte
-}
-
-// referenceFrames reads every frame of a reference store, in order. The
-// payload is cut from the frame line itself: a frame ends with
-// `,"payload":<payload>}` and payloadBytes gives its length.
-func referenceFrames(tb testing.TB, store string) []frame {
-	tb.Helper()
-	segs, err := filepath.Glob(filepath.Join(store, "segments", "*.seg"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sort.Strings(segs)
-	var out []frame
-	for _, seg := range segs {
-		b, err := os.ReadFile(seg)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, line := range bytes.SplitAfter(b, []byte("\n")) {
-			if len(line) == 0 {
-				continue
-			}
-			v, err := wire.ParseJSON(line, nil)
-			if err != nil {
-				tb.Fatalf("%s: %v", seg, err)
-			}
-			id, _ := v.Get("entryId")
-			n, _ := v.Get("payloadBytes")
-			body := bytes.TrimSuffix(line, []byte("\n"))
-			size := int(n.Num.U)
-			if size+1 > len(body) {
-				tb.Fatalf("%s: payloadBytes %d exceeds the frame", seg, size)
-			}
-			out = append(out, frame{entryID: id.Str, payload: body[len(body)-1-size : len(body)-1]})
-		}
 	}
 	return out
 }
@@ -156,16 +112,16 @@ func TestVectorsAccepted(t *testing.T) {
 		t.Run(caseName(dir), func(t *testing.T) {
 			lines := entryLines(t, filepath.Join(dir, "source.jsonl"))
 			entries := synthesize(t, lines)
-			frames := referenceFrames(t, filepath.Join(dir, "reference.v2"))
+			frames := fixtures.ReferenceFrames(t, filepath.Join(dir, "reference.v2"))
 			if len(frames) != len(entries) {
 				t.Fatalf("%d entries, reference has %d frames", len(entries), len(frames))
 			}
 			for i, e := range entries {
-				if e.ID != frames[i].entryID {
-					t.Errorf("line %d: id %q, reference %q", lines[i].num, e.ID, frames[i].entryID)
+				if e.ID != frames[i].EntryID {
+					t.Errorf("line %d: id %q, reference %q", lines[i].num, e.ID, frames[i].EntryID)
 				}
-				if got := e.Canonical(); !bytes.Equal(got, frames[i].payload) {
-					t.Errorf("line %d: payload differs\n got: %s\nwant: %s", lines[i].num, got, frames[i].payload)
+				if got := e.Canonical(); !bytes.Equal(got, frames[i].Payload) {
+					t.Errorf("line %d: payload differs\n got: %s\nwant: %s", lines[i].num, got, frames[i].Payload)
 				}
 			}
 		})
