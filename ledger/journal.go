@@ -80,11 +80,22 @@ func (r Record) encode() ([]byte, error) {
 	return nil, errors.New("journal record: neither an event nor a note")
 }
 
-// BadLine is a journal line that does not parse; the journal reads on.
+// BadLine is a journal line that does not parse, or a record refused as
+// forged (ErrForged: a path outside the tree, or anywhere pisess would
+// never have written it); the journal reads on, and no caller acts on it.
 type BadLine struct {
 	Line   int64
 	Detail string
+	// Forged is set for a record that parses but names a path pisess
+	// refuses; CorrelationID is then the run it claims to belong to.
+	Forged        bool
+	CorrelationID string
 }
+
+// MaxJournalLine bounds a journal line: pisess's own records are a few
+// hundred bytes, so a longer line is garbage (or an attempt to make every
+// reader buffer it) and is reported without being kept in memory.
+const MaxJournalLine = 1 << 20
 
 // Journal is a tree's journal, <tree>/.pisess/journal.jsonl.
 type Journal struct {
@@ -101,6 +112,11 @@ func OpenJournal(tree string) (*Journal, error) { return OpenJournalWith(durable
 
 // OpenJournalWith is OpenJournal with the given file operations.
 func OpenJournalWith(ops durable.Ops, tree string) (*Journal, error) {
+	// Records are confined to the tree by path: it must be absolute.
+	tree, err := filepath.Abs(tree)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
 	fi, err := os.Lstat(tree)
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
@@ -122,8 +138,14 @@ func (j *Journal) Tree() string { return j.tree }
 // given to the owner of the tree, as everything pisess creates in a tree
 // is. A torn last line left by a killed run is first terminated, so the new
 // record is whole and the fragment stays, reported as a BadLine.
+//
+// Paths inside the tree are stored tree-relative; a record naming a path
+// that a reader would refuse as forged is not written.
 func (j *Journal) Append(rec Record) error {
-	line, err := rec.encode()
+	if err := checkPaths(j.tree, rec); err != nil {
+		return err
+	}
+	line, err := relativeRecord(j.tree, rec).encode()
 	if err != nil {
 		return err
 	}
@@ -205,14 +227,14 @@ func (j *Journal) Scan(fn func(Record) error) ([]BadLine, error) {
 	var bad []BadLine
 	var lineNo int64
 	for {
-		line, err := readLine(r, wire.MaxFrameBytes)
+		line, err := readLine(r, MaxJournalLine)
 		if len(line) == 0 && err == io.EOF {
 			return bad, nil
 		}
 		lineNo++
 		if err != nil && err != io.EOF {
 			if errors.Is(err, errLineTooLong) {
-				bad = append(bad, BadLine{Line: lineNo, Detail: err.Error()})
+				bad = append(bad, BadLine{Line: lineNo, Detail: fmt.Sprintf("line is longer than %d bytes (not a pisess record)", MaxJournalLine)})
 				continue
 			}
 			return bad, fmt.Errorf("read journal %s: %w", j.path, err)
@@ -224,6 +246,10 @@ func (j *Journal) Scan(fn func(Record) error) ([]BadLine, error) {
 		}
 		if rec == nil {
 			continue // blank
+		}
+		if err := confineRecord(j.tree, rec); err != nil {
+			bad = append(bad, BadLine{Line: lineNo, Detail: err.Error(), Forged: true, CorrelationID: rec.CorrelationID()})
+			continue
 		}
 		rec.Line = lineNo
 		if err := fn(*rec); err != nil {
@@ -269,14 +295,28 @@ func parseRecord(line []byte) (*Record, string) {
 // Records returns the records of one run, in journal order; with
 // correlationID "" every record. Bad lines are skipped (Scan reports them).
 func (j *Journal) Records(correlationID string) ([]Record, error) {
+	out, _, err := j.RunRecords(correlationID)
+	return out, err
+}
+
+// RunRecords is Records with the records of the run that were refused as
+// forged (their paths lie outside the tree or where pisess never writes):
+// a rollback reports them and acts on none of them.
+func (j *Journal) RunRecords(correlationID string) ([]Record, []BadLine, error) {
 	var out []Record
-	_, err := j.Scan(func(r Record) error {
+	bad, err := j.Scan(func(r Record) error {
 		if correlationID == "" || r.CorrelationID() == correlationID {
 			out = append(out, r)
 		}
 		return nil
 	})
-	return out, err
+	var forged []BadLine
+	for _, b := range bad {
+		if b.Forged && (correlationID == "" || b.CorrelationID == correlationID) {
+			forged = append(forged, b)
+		}
+	}
+	return out, forged, err
 }
 
 // CorrelationIDs returns the correlation ids in the journal, in the order

@@ -242,7 +242,7 @@ func TestJournalAppendAndRead(t *testing.T) {
 	if recs, err := j.Records(""); err != nil || len(recs) != 0 {
 		t.Fatalf("empty journal: %v %v", recs, err)
 	}
-	a, b := "/t/a.jsonl", "/t/b.jsonl"
+	a, b := filepath.Join(tree, "a.jsonl"), filepath.Join(tree, "b.jsonl")
 	other := "run-0002-abcdef"
 	recs := []Record{
 		EventRecord(event(wire.PhasePlanned, a, testCID)),
@@ -256,7 +256,7 @@ func TestJournalAppendAndRead(t *testing.T) {
 		if err := j.Append(r); err != nil {
 			t.Fatal(err)
 		}
-		line, _ := r.encode()
+		line, _ := relativeRecord(tree, r).encode()
 		want = append(want, line...)
 	}
 	got, _ := os.ReadFile(j.Path())
@@ -283,21 +283,25 @@ func TestJournalAppendAndRead(t *testing.T) {
 	if cid, ok := j.LastMigration(b); !ok || cid != other {
 		t.Fatalf("LastMigration(b) = %q %v", cid, ok)
 	}
-	if _, ok := j.LastMigration("/t/none.jsonl"); ok {
+	if _, ok := j.LastMigration(filepath.Join(tree, "none.jsonl")); ok {
 		t.Fatal("LastMigration of an unknown session")
 	}
 }
 
 func TestJournalRefusesInvalidRecords(t *testing.T) {
-	_, j := newTree(t)
-	ev := event(wire.PhasePlanned, "/t/a.jsonl", testCID)
-	n := note(NoteInstalled, "/t/a.jsonl", testCID)
+	tree, j := newTree(t)
+	a := filepath.Join(tree, "a.jsonl")
+	outside := event(wire.PhasePlanned, "/etc/passwd", testCID)
+	ev := event(wire.PhasePlanned, a, testCID)
+	n := note(NoteInstalled, a, testCID)
 	for name, r := range map[string]Record{
 		"empty":      {},
 		"both":       {Event: &ev, Note: &n},
-		"bad event":  EventRecord(event(wire.PhasePlanned, "/t/a.jsonl", "x")),
+		"bad event":  EventRecord(event(wire.PhasePlanned, a, "x")),
 		"bad note":   NoteRecord(Note{CorrelationID: testCID, At: "now", Session: "/s", Kind: NoteRepair}),
 		"no session": NoteRecord(Note{CorrelationID: testCID, At: n.At, Kind: NoteRepair}),
+		"outside":    EventRecord(outside),
+		"dotdot":     NoteRecord(Note{CorrelationID: testCID, At: n.At, Kind: NoteInstalled, Session: "../x.jsonl"}),
 	} {
 		if err := j.Append(r); err == nil {
 			t.Errorf("%s: appended", name)
@@ -307,14 +311,15 @@ func TestJournalRefusesInvalidRecords(t *testing.T) {
 
 func TestJournalReportsBadLinesAndHealsTornTail(t *testing.T) {
 	tree, j := newTree(t)
-	if err := j.Append(EventRecord(event(wire.PhasePlanned, "/t/a.jsonl", testCID))); err != nil {
+	a := filepath.Join(tree, "a.jsonl")
+	if err := j.Append(EventRecord(event(wire.PhasePlanned, a, testCID))); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.OpenFile(j.Path(), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	torn := wire.AppendMigrationEvent(nil, event(wire.PhaseCompleted, "/t/a.jsonl", testCID))
+	torn := wire.AppendMigrationEvent(nil, event(wire.PhaseCompleted, a, testCID))
 	f.WriteString("{\"schema\":\"something.else\"}\nnot json\n")
 	f.Write(torn[:50])
 	f.Close()
@@ -329,7 +334,7 @@ func TestJournalReportsBadLinesAndHealsTornTail(t *testing.T) {
 	}
 
 	// The next append terminates the fragment; the new record is whole.
-	if err := j.Append(EventRecord(event(wire.PhaseCompleted, "/t/a.jsonl", testCID))); err != nil {
+	if err := j.Append(EventRecord(event(wire.PhaseCompleted, a, testCID))); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := j.Records(testCID)
@@ -348,12 +353,12 @@ func TestJournalReportsBadLinesAndHealsTornTail(t *testing.T) {
 }
 
 func TestUnfinished(t *testing.T) {
-	a, b, c, d := "/t/a.jsonl", "/t/b.jsonl", "/t/c.jsonl", "/t/d.jsonl"
+	tree, j := newTree(t)
+	a, b, c, d := filepath.Join(tree, "a.jsonl"), filepath.Join(tree, "b.jsonl"), filepath.Join(tree, "c.jsonl"), filepath.Join(tree, "d.jsonl")
 	run2 := "run-0002-abcdef"
 	failed := event(wire.PhaseFailed, c, testCID)
 	failed.Outcome, failed.ErrorClass = wire.OutcomeFatalError, wire.ErrorClassIOFailure
 	rolledBack := event(wire.PhaseRollback, d, testCID)
-	_, j := newTree(t)
 	for _, ev := range []wire.MigrationEvent{
 		event(wire.PhasePlanned, a, testCID), event(wire.PhaseStagingCopy, a, testCID),
 		event(wire.PhaseIntegrityCheck, a, testCID), event(wire.PhaseCutoverCommit, a, testCID),
@@ -394,7 +399,7 @@ func TestUnfinished(t *testing.T) {
 }
 
 func TestJournalConcurrentAppendsAreWholeLines(t *testing.T) {
-	_, j := newTree(t)
+	tree, j := newTree(t)
 	const workers, each = 16, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*each)
@@ -403,7 +408,7 @@ func TestJournalConcurrentAppendsAreWholeLines(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				s := fmt.Sprintf("/t/%02d/%03d-%s.jsonl", w, i, strings.Repeat("x", 200))
+				s := filepath.Join(tree, fmt.Sprintf("%02d/%03d-%s.jsonl", w, i, strings.Repeat("x", 200)))
 				var r Record
 				if i%2 == 0 {
 					r = EventRecord(event(wire.PhasePlanned, s, testCID))
@@ -436,7 +441,7 @@ func TestJournalGivenToTreeOwnerWhenRoot(t *testing.T) {
 	if err := os.Chown(tree, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Append(NoteRecord(note(NoteRepair, "/t/a.jsonl", testCID))); err != nil {
+	if err := j.Append(NoteRecord(note(NoteRepair, filepath.Join(tree, "a.jsonl"), testCID))); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{filepath.Join(tree, PisessDir), j.Path()} {
