@@ -223,7 +223,12 @@ func (j *Journal) Scan(fn func(Record) error) ([]BadLine, error) {
 		return nil, fmt.Errorf("read journal: %w", err)
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
+	return j.scan(f, fn)
+}
+
+// scan is Scan over any reader of journal bytes.
+func (j *Journal) scan(in io.Reader, fn func(Record) error) ([]BadLine, error) {
+	r := bufio.NewReaderSize(in, 64<<10)
 	var bad []BadLine
 	var lineNo int64
 	for {
