@@ -97,4 +97,7 @@ func renderRollback(w io.Writer, rep engine.RollbackReport) {
 			fmt.Fprintf(w, "  %-20s error: %s\n", "", s.Error)
 		}
 	}
+	for _, f := range rep.Forged {
+		fmt.Fprintf(w, "  %-20s %s line %d: %s (not acted on; fsck reports it)\n", "refused-record", f.Journal, f.Line, f.Detail)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"pisess/ledger"
 	"pisess/writers/durable"
@@ -63,12 +62,16 @@ type Report struct {
 	CorrelationID string
 	DryRun        bool
 	Sessions      []SessionResult
+	// Forged are the run's journal lines refused as forged or corrupt
+	// (ledger.ErrForged): nothing they name was looked at or touched.
+	Forged []ledger.BadLine
 }
 
 // Problems counts the sessions left not rolled back (refused, busy,
-// failed): the command exits non-zero when it is not 0.
+// failed) and the forged records: the command exits non-zero when it is
+// not 0.
 func (r Report) Problems() int {
-	n := 0
+	n := len(r.Forged)
 	for _, s := range r.Sessions {
 		if s.Error != nil {
 			n++
@@ -117,11 +120,12 @@ func ByCorrelation(ctx context.Context, tree, correlationID string, opt Options)
 	if err != nil {
 		return rep, fmt.Errorf("rollback %s: %w", correlationID, err)
 	}
-	recs, err := j.Records(correlationID)
+	recs, forged, err := j.RunRecords(correlationID)
 	if err != nil {
 		return rep, fmt.Errorf("rollback %s: %w", correlationID, err)
 	}
-	if len(recs) == 0 {
+	rep.Forged = forged
+	if len(recs) == 0 && len(forged) == 0 {
 		return rep, fmt.Errorf("rollback %s: %w: the journal %s has no record of it", correlationID, ErrUnknownCorrelation, j.Path())
 	}
 	r := &roller{tree: tree, cid: correlationID, opt: opt, ops: opt.Ops, journal: j, migrationID: opt.migrationID()}
@@ -149,6 +153,45 @@ type sessionRun struct {
 	// upgrade did not take.
 	undone   *ledger.Note
 	recorded map[string]bool // receipts already in the journal
+	// inconsistent lists records of the session that contradict what
+	// pisess writes (a sidecar that is not the session's, an upgrade
+	// without its digests): the session is refused, nothing is touched.
+	inconsistent []string
+}
+
+// checkConsistent records why rec, one of s's records, cannot be one that
+// pisess wrote for s.
+func (s *sessionRun) checkConsistent(rec ledger.Record) {
+	bad := func(format string, args ...any) {
+		s.inconsistent = append(s.inconsistent, fmt.Sprintf("journal line %d: ", rec.Line)+fmt.Sprintf(format, args...))
+	}
+	if ext := filepath.Ext(s.session); ext != ".jsonl" && ext != ".sqlite" {
+		bad("%s is not a session file (.jsonl or .sqlite)", s.session)
+	}
+	if ev := rec.Event; ev != nil && ev.Phase == wire.PhaseCutoverCommit && ev.TargetPath != SidecarPath(ev.SourcePath) {
+		bad("cutover_commit targets %s, which is not the sidecar of %s", ev.TargetPath, ev.SourcePath)
+	}
+	n := rec.Note
+	if n == nil {
+		return
+	}
+	switch n.Kind {
+	case ledger.NoteInstalled:
+		if n.Path != "" && n.Path != SidecarPath(n.Session) {
+			bad("installed note names %s, which is not the sidecar of %s", n.Path, n.Session)
+		}
+	case ledger.NoteUpgraded:
+		if n.Path != "" && n.Path != n.Session {
+			bad("upgraded note names %s, which is not the session %s", n.Path, n.Session)
+		}
+		if n.QuarantinePath == "" || n.SHA256 == "" || n.NewSHA256 == "" {
+			bad("upgraded note lacks its quarantined original or digests")
+		}
+	case ledger.NoteDisplaced:
+		if n.QuarantinePath == "" {
+			bad("displaced note names no quarantine entry")
+		}
+	}
 }
 
 func collectSessions(tree string, recs []ledger.Record) []*sessionRun {
@@ -173,6 +216,10 @@ func collectSessions(tree string, recs []ledger.Record) []*sessionRun {
 		return s
 	}
 	for _, rec := range recs {
+		if rec.Event != nil && rec.Event.Phase == wire.PhaseCutoverCommit || rec.Note != nil &&
+			(rec.Note.Kind == ledger.NoteInstalled || rec.Note.Kind == ledger.NoteUpgraded || rec.Note.Kind == ledger.NoteDisplaced) {
+			get(rec.Session()).checkConsistent(rec)
+		}
 		switch {
 		case rec.Event != nil:
 			ev := rec.Event
@@ -264,6 +311,14 @@ func (j *sessionJob) note(format string, args ...any) {
 func (r *roller) session(ctx context.Context, s *sessionRun) SessionResult {
 	j := &sessionJob{sessionRun: s, r: r, dry: r.opt.DryRun}
 	res := SessionResult{Session: s.session}
+	if len(s.inconsistent) > 0 {
+		// Not locked, not looked at: the records cannot be pisess's.
+		res.Action = ActionRefused
+		res.Error = &StepError{Session: s.session, Step: "check journal",
+			Err: fmt.Errorf("%w: %s", ledger.ErrForged, strings.Join(s.inconsistent, "; "))}
+		res.Detail = "the run's journal records of this session contradict what pisess writes: nothing done (fsck reports the journal)"
+		return res
+	}
 	path := r.abs(s.session)
 	if uid, gid, err := r.ops.Owner(path); err == nil {
 		j.uid, j.gid = uid, gid
@@ -444,6 +499,12 @@ func (j *sessionJob) precheck(path string, src sourceState) error {
 	d, err := fileDigest(j.r.ops, j.r.abs(up.QuarantinePath), "")
 	if err != nil {
 		return &StepError{Session: j.session, Step: "check original", Err: fmt.Errorf("%w: %v", ErrMissing, err)}
+	}
+	if want, ok := parseIdentity(up.Detail); ok {
+		if got, err := identityOf(j.r.abs(up.QuarantinePath)); err != nil || got != want {
+			return &StepError{Session: j.session, Step: "check original",
+				Err: fmt.Errorf("%w: %s is not the file the run quarantined (%s)", ErrMissing, up.QuarantinePath, want)}
+		}
 	}
 	if d.sha != up.SHA256 {
 		return &StepError{Session: j.session, Step: "check original",
@@ -687,17 +748,29 @@ func (j *sessionJob) restoreSource(path string) error {
 	// The quarantined copy is 0600 and the upgraded file has the
 	// original's mode and owner (writers/upgrade gives it them): the
 	// original goes back with those.
-	fi, err := os.Lstat(path)
+	st, err := durable.Lstat(path)
 	if err != nil {
 		return &StepError{Session: j.session, Step: "restore original source", Err: err}
 	}
-	if err := os.Chmod(orig, fi.Mode().Perm()); err != nil {
+	// The session has its own name and, normally, the keep link just
+	// made: any other name is outside pisess's knowledge (a planted link),
+	// and the rename must not unlink over it.
+	names := uint64(1)
+	if linked, err := sameFile(path, keep); err == nil && linked {
+		names = 2
+	}
+	if uint64(st.Nlink) != names {
+		return &StepError{Session: j.session, Step: "restore original source",
+			Err: fmt.Errorf("%w: %s has %d names, expected %d: left alone", durable.ErrMultiLink, j.session, st.Nlink, names)}
+	}
+	// Mode and owner are set through a no-follow descriptor of the
+	// original, which must have one name only (SetModeOwner refuses more).
+	if err := j.r.ops.SetModeOwner(orig, os.FileMode(st.Mode&0o777), int(st.Uid), int(st.Gid)); err != nil {
 		return &StepError{Session: j.session, Step: "restore original source", Err: err}
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		if err := j.r.ops.ChownIfRoot(orig, int(st.Uid), int(st.Gid)); err != nil {
-			return &StepError{Session: j.session, Step: "restore original source", Err: err}
-		}
+	if d, err := fileDigest(j.r.ops, orig, ""); err != nil || d.sha != up.SHA256 {
+		return &StepError{Session: j.session, Step: "restore original source",
+			Err: fmt.Errorf("%w: %s is no longer the original the run recorded", ErrMissing, up.QuarantinePath)}
 	}
 	durable.Failpoint(fpBeforeSourceRestore)
 	if err := j.r.ops.Rename(orig, path); err != nil {

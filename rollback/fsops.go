@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"syscall"
 
@@ -17,7 +16,7 @@ import (
 // A rollback keeps an upgraded source this way before it renames the
 // original over it: no copy, and no moment when the session has no file.
 func linkDurable(ops durable.Ops, old, new string) error {
-	if err := os.Link(old, new); err != nil {
+	if err := ops.Link(old, new); err != nil {
 		return err
 	}
 	return ops.SyncDir(filepath.Dir(new))
@@ -25,15 +24,15 @@ func linkDurable(ops durable.Ops, old, new string) error {
 
 // sameFile reports whether a and b name the same file.
 func sameFile(a, b string) (bool, error) {
-	fa, err := os.Lstat(a)
+	ia, err := identityOf(a)
 	if err != nil {
 		return false, err
 	}
-	fb, err := os.Lstat(b)
+	ib, err := identityOf(b)
 	if err != nil {
 		return false, err
 	}
-	return os.SameFile(fa, fb), nil
+	return ia == ib, nil
 }
 
 // copyInto copies the regular file src to dir/name, streaming, and returns

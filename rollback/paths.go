@@ -9,7 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"pisess/ledger"
 	"pisess/writers/durable"
@@ -63,16 +64,19 @@ const (
 	kindOther // a symlink or special file: never ours to move
 )
 
+// lstatKind looks at path without following a symlink anywhere on the way
+// (a path from the journal is data: a planted symlink must not lead a
+// rollback out of the tree).
 func lstatKind(path string) (kind, error) {
-	fi, err := os.Lstat(path)
+	st, err := durable.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return kindMissing, nil
 	case err != nil:
 		return kindMissing, err
-	case fi.Mode().IsDir():
+	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
 		return kindDir, nil
-	case fi.Mode().IsRegular():
+	case st.Mode&unix.S_IFMT == unix.S_IFREG:
 		return kindFile, nil
 	}
 	return kindOther, nil
@@ -85,15 +89,22 @@ type identity struct{ dev, ino uint64 }
 func (id identity) String() string { return fmt.Sprintf("dev=%d ino=%d", id.dev, id.ino) }
 
 func identityOf(path string) (identity, error) {
-	fi, err := os.Lstat(path)
+	st, err := durable.Lstat(path)
 	if err != nil {
 		return identity{}, err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return identity{}, fmt.Errorf("%s: no device and inode", path)
-	}
 	return identity{uint64(st.Dev), uint64(st.Ino)}, nil
+}
+
+// IdentityNote is what a journal note's detail says of the file at path
+// so that a rollback acts on that file only: "dev=D ino=I", or "" when it
+// cannot be read.
+func IdentityNote(path string) string {
+	id, err := identityOf(path)
+	if err != nil {
+		return ""
+	}
+	return id.String()
 }
 
 // parseIdentity reads the "dev=D ino=I" that identity.String writes into

@@ -131,11 +131,15 @@ func journalFindings(j *ledger.Journal) ([]FsckFinding, error) {
 		if acked[lineDigest(lines[b.Line])] {
 			continue
 		}
+		detail := "journal line does not parse: " + b.Detail
+		if b.Forged {
+			detail = "journal record refused (no pisess command acts on it): " + b.Detail
+		}
 		out = append(out, FsckFinding{
 			Code:   CodeTreeJournal,
 			Path:   j.Path(),
 			Line:   b.Line,
-			Detail: "journal line does not parse: " + b.Detail,
+			Detail: detail,
 			Action: ActionAcknowledge,
 			Repair: repairAcknowledge,
 		})

@@ -42,11 +42,21 @@ type RollbackSession struct {
 	Error   string `json:"error,omitempty"`
 }
 
+// RollbackForged is a journal line of the run refused as forged or
+// corrupt: reported, never acted on.
+type RollbackForged struct {
+	Tree    string `json:"tree"`
+	Journal string `json:"journal"`
+	Line    int64  `json:"line"`
+	Detail  string `json:"detail"`
+}
+
 // RollbackReport is the result of Rollback.
 type RollbackReport struct {
 	CorrelationID string            `json:"correlationId,omitempty"`
 	DryRun        bool              `json:"dryRun"`
 	Sessions      []RollbackSession `json:"sessions,omitempty"`
+	Forged        []RollbackForged  `json:"forged,omitempty"`
 	// Unknown is set when no tree's journal knows the correlation id.
 	Unknown    string           `json:"unknown,omitempty"`
 	Checkpoint *rollback.Result `json:"checkpoint,omitempty"`
@@ -63,7 +73,7 @@ func (r RollbackReport) Tally() Tally {
 	if r.Unknown != "" {
 		n++
 	}
-	return Tally{Problems: n}
+	return Tally{Problems: n + len(r.Forged)}
 }
 
 // Rollback undoes a migrate (or upgrade) run by its correlation id in every
@@ -109,6 +119,11 @@ func Rollback(ctx context.Context, opt RollbackOptions) (RollbackReport, error) 
 		if fi, err := os.Lstat(root); err == nil && fi.IsDir() {
 			tree = root
 		}
+		if _, err := os.Lstat(ledger.JournalPath(tree)); err != nil {
+			// No journal, no run to undo: nothing is created (not even
+			// .pisess/ for the lock) in a tree pisess never changed.
+			continue
+		}
 		if !opt.DryRun {
 			l, _, err := opt.Ops.TryLockTree(TreeLockPath(tree))
 			if err != nil {
@@ -130,6 +145,9 @@ func Rollback(ctx context.Context, opt RollbackOptions) (RollbackReport, error) 
 			return rep, fmt.Errorf("rollback %s in %s: %w", opt.CorrelationID, tree, err)
 		}
 		known = true
+		for _, b := range r.Forged {
+			rep.Forged = append(rep.Forged, RollbackForged{Tree: tree, Journal: ledger.JournalPath(tree), Line: b.Line, Detail: b.Detail})
+		}
 		for _, s := range r.Sessions {
 			rs := RollbackSession{Tree: tree, Session: s.Session, Action: string(s.Action), Detail: s.Detail, Changed: s.Changed, Stale: s.Stale}
 			if s.Error != nil {

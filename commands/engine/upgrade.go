@@ -11,6 +11,7 @@ import (
 
 	"pisess/ledger"
 	"pisess/readers"
+	"pisess/rollback"
 	"pisess/readers/discover"
 	"pisess/writers/durable"
 	"pisess/writers/upgrade"
@@ -243,6 +244,9 @@ func upgradeSession(ctx context.Context, opt UpgradeOptions, s discover.Session,
 			kind := ledger.NoteUpgraded
 			if e.Kind == upgrade.EventRestored {
 				kind = ledger.NoteRestored
+			} else if id := rollback.IdentityNote(e.QuarantinePath); id != "" {
+				// A rollback restores this very file only.
+				e.Detail += "; the original is " + id
 			}
 			return journal.Append(ledger.NoteRecord(ledger.Note{
 				CorrelationID:  opt.CorrelationID,

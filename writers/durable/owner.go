@@ -52,6 +52,9 @@ func chownTree(f *os.File, uid, gid int) error {
 		return err
 	}
 	fd := int(f.Fd())
+	if !isDir(st) && st.Nlink > 1 {
+		return &os.PathError{Op: "chown", Path: f.Name(), Err: fmt.Errorf("%w (%d)", ErrMultiLink, st.Nlink)}
+	}
 	if isDir(st) {
 		names, err := f.Readdirnames(-1)
 		if err != nil {
@@ -75,6 +78,9 @@ func chownEntry(dfd int, path, name string, uid, gid int) error {
 		return &os.PathError{Op: "lstat", Path: path, Err: err}
 	}
 	if !isDir(st) {
+		if st.Nlink > 1 {
+			return &os.PathError{Op: "chown", Path: path, Err: fmt.Errorf("%w (%d)", ErrMultiLink, st.Nlink)}
+		}
 		if err := unix.Fchownat(dfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return &os.PathError{Op: "chown", Path: path, Err: err}
 		}
@@ -106,6 +112,14 @@ func (o Ops) ChownIfRoot(path string, uid, gid int) error {
 		return fmt.Errorf("chown %s: %w", path, err)
 	}
 	defer d.Close()
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(d.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &os.PathError{Op: "chown", Path: path, Err: err}
+	}
+	if !isDir(st) && st.Nlink > 1 {
+		// Another name of this inode may lie outside the tree.
+		return &os.PathError{Op: "chown", Path: path, Err: fmt.Errorf("%w (%d)", ErrMultiLink, st.Nlink)}
+	}
 	if err := unix.Fchownat(int(d.Fd()), name, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return &os.PathError{Op: "chown", Path: path, Err: err}
 	}
