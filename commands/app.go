@@ -82,18 +82,27 @@ type run struct {
 	// set by "pisess help NAME" for an unknown NAME, which urfave/cli does
 	// not treat as an error
 	usageErr error
+
+	args []string // the command line, for a child run as a tree's owner
+	// childExit is the exit status of the child that ran the command as
+	// the tree's owner (owner.go), which printed everything itself; -1
+	// when the command ran here.
+	childExit int
 }
 
 // Main runs pisess with args (args[0] is the program name) and returns the
 // exit status. It never calls os.Exit, so deferred cleanup runs and tests
 // can call it in-process.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	r := &run{stdout: stdout, stderr: stderr, log: zerolog.Nop(), json: wantsJSON(args)}
+	r := &run{stdout: stdout, stderr: stderr, log: zerolog.Nop(), json: wantsJSON(args), args: args, childExit: -1}
 	err := r.app().RunContext(ctx, args)
 	if r.logCloser != nil {
 		if cerr := r.logCloser.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close log file: %w", cerr)
 		}
+	}
+	if err == nil && r.childExit >= 0 {
+		return r.childExit
 	}
 	if err == nil {
 		err = r.usageErr
@@ -119,8 +128,10 @@ func (r *run) app() *cli.App {
 		UsageText:   "pisess [global options] command [command options] [arguments...]",
 		Description: appDescription,
 		HideVersion: true,
-		Writer:      r.stdout,
-		ErrWriter:   r.stderr,
+		// A path may hold a comma: repeat a flag to give several.
+		DisableSliceFlagSeparator: true,
+		Writer:                    r.stdout,
+		ErrWriter:                 r.stderr,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-format", Value: LogConsole, Usage: "log format: console (for people) or json (one object per line)"},
 			&cli.StringFlag{Name: "log-file", Usage: "append logs to `FILE` instead of stderr"},
@@ -143,7 +154,17 @@ func (r *run) app() *cli.App {
 		},
 	}
 	for _, mk := range commandList {
-		app.Commands = append(app.Commands, mk(r))
+		c := mk(r)
+		if _, ok := treeCommands[c.Name]; ok {
+			action := c.Action
+			c.Action = func(ctx *cli.Context) error {
+				if ran, err := r.asTreeOwner(ctx); ran {
+					return err
+				}
+				return action(ctx)
+			}
+		}
+		app.Commands = append(app.Commands, c)
 	}
 	return app
 }

@@ -1,8 +1,10 @@
 package commands
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -27,9 +29,10 @@ func newLogger(format, level, file string, stderr io.Writer) (zerolog.Logger, io
 	}
 	w, closer := stderr, io.Closer(nil)
 	if file != "" {
-		f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err := openLogFile(file)
 		if err != nil {
-			return zerolog.Nop(), nil, engine.Usagef("--log-file: %w", err)
+			// The flag is well formed; the file system refuses it.
+			return zerolog.Nop(), nil, fmt.Errorf("--log-file: %w", err)
 		}
 		w, closer = f, f
 	}
@@ -49,4 +52,15 @@ func newLogger(format, level, file string, stderr io.Writer) (zerolog.Logger, io
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// openLogFile opens the log for appending; in a child run as a tree's
+// owner it is the descriptor the root parent opened (owner.go).
+func openLogFile(file string) (*os.File, error) {
+	if fd := os.Getenv(envLogFD); fd != "" && os.Getenv(envOwnerChild) != "" {
+		if n, err := strconv.Atoi(fd); err == nil && n > 2 {
+			return os.NewFile(uintptr(n), file), nil
+		}
+	}
+	return os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 }

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"pisess/writers/durable"
 )
 
 // ErrForged is matched by a journal record that names a path pisess would
@@ -210,4 +214,39 @@ func checkPaths(tree string, rec Record) error {
 		return fmt.Errorf("journal record: %w", err)
 	}
 	return nil
+}
+
+// Paths returns the paths rec names, as read from the journal (absolute,
+// inside the tree).
+func (r Record) Paths() []string {
+	var out []string
+	for _, m := range r.pathMembers() {
+		out = append(out, *m.value)
+	}
+	return out
+}
+
+// SymlinkOnTheWay returns the first symlink met beneath tree on the way to
+// (or at) one of rec's paths. A record whose path leads through a symlink
+// is not acted on: pisess never follows one inside a tree, and a symlink
+// where pisess recorded a file or directory was planted after the record.
+func SymlinkOnTheWay(tree string, rec Record) (link string, found bool) {
+	for _, p := range rec.Paths() {
+		rel, err := filepath.Rel(tree, p)
+		if err != nil || !filepath.IsLocal(rel) {
+			continue
+		}
+		cur := tree
+		for _, part := range strings.Split(rel, string(filepath.Separator)) {
+			cur = filepath.Join(cur, part)
+			st, err := durable.Lstat(cur)
+			if err != nil {
+				break // missing (or unreadable): nothing further to follow
+			}
+			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				return cur, true
+			}
+		}
+	}
+	return "", false
 }

@@ -216,6 +216,10 @@ func collectSessions(tree string, recs []ledger.Record) []*sessionRun {
 		return s
 	}
 	for _, rec := range recs {
+		if link, found := ledger.SymlinkOnTheWay(tree, rec); found {
+			get(rec.Session()).inconsistent = append(get(rec.Session()).inconsistent,
+				fmt.Sprintf("journal line %d names a path through the symlink %s (pisess never follows one in a tree)", rec.Line, link))
+		}
 		if rec.Event != nil && rec.Event.Phase == wire.PhaseCutoverCommit || rec.Note != nil &&
 			(rec.Note.Kind == ledger.NoteInstalled || rec.Note.Kind == ledger.NoteUpgraded || rec.Note.Kind == ledger.NoteDisplaced) {
 			get(rec.Session()).checkConsistent(rec)

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"pisess/ledger"
 	"pisess/readers/discover"
@@ -106,15 +107,22 @@ func staleLockFinding(tree, holder string) FsckFinding {
 // fsck never rewrites it.
 func journalFindings(j *ledger.Journal) ([]FsckFinding, error) {
 	acked := map[string]bool{}
+	var linked []ledger.BadLine
 	bad, err := j.Scan(func(r ledger.Record) error {
 		if n := r.Note; n != nil && n.Kind == ledger.NoteRepair && n.Path == j.Path() && n.SHA256 != "" {
 			acked[n.SHA256] = true
+		}
+		if link, found := ledger.SymlinkOnTheWay(j.Tree(), r); found {
+			linked = append(linked, ledger.BadLine{Line: r.Line, Forged: true, CorrelationID: r.CorrelationID(),
+				Detail: fmt.Sprintf("the record names a path through the symlink %s, which pisess never follows", link)})
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	bad = append(bad, linked...)
+	sort.Slice(bad, func(a, b int) bool { return bad[a].Line < bad[b].Line })
 	if len(bad) == 0 {
 		return nil, nil
 	}

@@ -11,8 +11,8 @@ import (
 
 	"pisess/ledger"
 	"pisess/readers"
-	"pisess/rollback"
 	"pisess/readers/discover"
+	"pisess/rollback"
 	"pisess/writers/durable"
 	"pisess/writers/upgrade"
 	"pisess/writers/wire"
