@@ -162,6 +162,9 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 		out.Sessions = tr.sessions(ctx)
 		return out, ctx.Err()
 	}
+	if err := checkPisessDir(t.Root); err != nil {
+		return out, err
+	}
 	var (
 		lock  *durable.Lock
 		stale string

@@ -119,6 +119,9 @@ func Rollback(ctx context.Context, opt RollbackOptions) (RollbackReport, error) 
 		if fi, err := os.Lstat(root); err == nil && fi.IsDir() {
 			tree = root
 		}
+		if err := checkPisessDir(tree); err != nil {
+			return rep, err
+		}
 		if _, err := os.Lstat(ledger.JournalPath(tree)); err != nil {
 			// No journal, no run to undo: nothing is created (not even
 			// .pisess/ for the lock) in a tree pisess never changed.
