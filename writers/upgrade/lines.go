@@ -32,7 +32,9 @@ func blank(line []byte) bool {
 			continue
 		}
 		r, n := utf8.DecodeRune(line[i:])
-		if r != '\uFEFF' && !unicode.Is(unicode.White_Space, r) {
+		// U+0085 is not JavaScript white space, so pi fails to parse a line
+		// of it and drops it: the line holds no data either way.
+		if !isJSSpace(r) && r != '\u0085' {
 			return false
 		}
 		i += n
@@ -49,3 +51,18 @@ func content(line []byte) (text []byte, crlf bool) {
 	}
 	return line, false
 }
+
+// isJSSpace reports whether r is white space to JavaScript's trim():
+// WhiteSpace (tab, VT, FF, space, U+00A0, U+FEFF, category Zs) or a
+// LineTerminator (LF, CR, U+2028, U+2029). Unlike Rust's trim, U+0085 is
+// not, and U+FEFF is.
+func isJSSpace(r rune) bool {
+	switch r {
+	case '\t', '\v', '\f', ' ', '\n', '\r', '\u00A0', '\uFEFF', '\u2028', '\u2029':
+		return true
+	}
+	return r > 0x7F && unicode.Is(unicode.Zs, r)
+}
+
+func trimJSLeft(b []byte) []byte  { return bytes.TrimLeftFunc(b, isJSSpace) }
+func trimJSRight(b []byte) []byte { return bytes.TrimRightFunc(b, isJSSpace) }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 
+	"pisess/writers/jsjson"
 	"pisess/writers/wire"
 )
 
@@ -116,7 +117,7 @@ func untypedID(v wire.Value, taken func(string) bool) string {
 			stripped.Obj = append(stripped.Obj, m)
 		}
 	}
-	enc := wire.AppendCompact(nil, stripped)
+	enc := jsjson.Append(nil, stripped)
 	candidate := func(c uint32) string {
 		h := sha256.New()
 		h.Write([]byte(untypedDomain))

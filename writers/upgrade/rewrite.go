@@ -8,6 +8,7 @@ import (
 	"pisess/readers"
 	"pisess/readers/normalize"
 	"pisess/readers/payload"
+	"pisess/writers/jsjson"
 	"pisess/writers/wire"
 )
 
@@ -68,7 +69,7 @@ func (w *rewriter) line(l parsed) error {
 	if !isSession {
 		w.res.Entries++
 	}
-	w.buf = append(wire.AppendCompact(w.buf[:0], v), '\n')
+	w.buf = append(jsjson.Append(w.buf[:0], v), '\n')
 	// Every parsed line is one line of the upgraded file.
 	w.ref.source = append(w.ref.source, l.n)
 	if i == 0 {
@@ -92,13 +93,13 @@ func (w *rewriter) line(l parsed) error {
 func (w *rewriter) chain(l parsed, i int, v *wire.Value) *payload.Entry {
 	assigned := AssignedID{Line: l.n}
 	if old, ok := w.p.rawIDs[i]; ok {
-		assigned.Replaced = string(wire.AppendCompact(nil, old))
+		assigned.Replaced = string(jsjson.Append(nil, old))
 	}
 	// The id is derived from the entry as it was read (hookMessage already
 	// renamed), without id and with the parentId it had, if any: the id
 	// jsonl.Open with AllowLegacy synthesizes for it.
 	id := ""
-	w.dbuf = append(wire.AppendCompact(w.dbuf[:0], *v), '\n')
+	w.dbuf = append(jsjson.Append(w.dbuf[:0], *v), '\n')
 	e, err := payload.Decode(w.dbuf)
 	if err == nil {
 		id, err = e.LegacyID(w.taken)
@@ -168,11 +169,11 @@ func (w *rewriter) firstKept(l parsed, i int, v *wire.Value) bool {
 	if !ok || index.Kind != wire.KindNumber {
 		if ok {
 			w.res.FirstKept = append(w.res.FirstKept, FirstKept{Line: l.n,
-				Index: json.RawMessage(wire.AppendCompact(nil, index))})
+				Index: json.RawMessage(jsjson.Append(nil, index))})
 		}
 		return false
 	}
-	fk := FirstKept{Line: l.n, Index: json.RawMessage(wire.AppendCompact(nil, index)), Removed: true}
+	fk := FirstKept{Line: l.n, Index: json.RawMessage(jsjson.Append(nil, index)), Removed: true}
 	if t, ok := jsIndex(index.Num, w.p.entries); ok && !w.p.isSession(t) {
 		var id wire.Value
 		has := true
@@ -184,7 +185,7 @@ func (w *rewriter) firstKept(l parsed, i int, v *wire.Value) bool {
 		}
 		if has {
 			set(v, "firstKeptEntryId", id)
-			fk.ID = json.RawMessage(wire.AppendCompact(nil, id))
+			fk.ID = json.RawMessage(jsjson.Append(nil, id))
 		} else {
 			remove(v, "firstKeptEntryId")
 		}

@@ -1,6 +1,7 @@
 package upgrade
 
 import (
+	"strings"
 	"bytes"
 	"context"
 	"errors"
@@ -9,6 +10,7 @@ import (
 
 	"pisess/readers"
 	"pisess/readers/normalize"
+	"pisess/writers/jsjson"
 	"pisess/writers/wire"
 )
 
@@ -31,6 +33,15 @@ const (
 	ClassOwner readers.Class = "owner_mismatch"
 )
 
+// NewerVersion is what headerVersion returns for a header version above
+// 3: pi treats the file as current and never rewrites it, so it is not a
+// legacy file.
+const NewerVersion = 4
+
+// ClassNotLegacy marks a file pi would not migrate (its version is newer
+// than 3): reported, not a failure.
+const ClassNotLegacy readers.Class = "not_legacy"
+
 // scanner yields the parsed non-blank lines of a session, refusing every
 // line pi would drop or mangle (see doc.go). The header is the first one.
 type scanner struct {
@@ -41,6 +52,13 @@ type scanner struct {
 	blank, crlf int
 	bom         bool
 	noNewline   bool // the last line has no "\n"
+
+	seen bool // a non-blank line was read: content.trim() no longer applies at the front
+	// trailing is the number of a line that parsed only once the
+	// JavaScript white space after it was cut: pi's content.trim() does
+	// that for the file's last line only, so any later non-blank line
+	// means pi drops this one.
+	trailing int64
 }
 
 // parsed is one non-blank line.
@@ -100,9 +118,51 @@ func (s *scanner) next() (parsed, error) {
 		if crlf {
 			s.crlf++
 		}
-		v, err := wire.ParseJSON(text, nil)
+		if s.trailing != 0 {
+			return parsed{}, refuse(s.trailing, readers.ClassMalformedJSON,
+				"JavaScript white space (such as a no-break space) follows the JSON of this line, which is not the last: JSON.parse fails on it and pi would drop the line")
+		}
+		front := !s.seen
+		s.seen = true
+		v, err := jsjson.Parse(text)
+		if err != nil {
+			// pi reads content.trim().split("\n"): JavaScript white space
+			// (no-break space, U+FEFF, U+2028, ...) before the first line
+			// and after the last is cut; anywhere else JSON.parse fails.
+			cut := text
+			if front {
+				cut = trimJSLeft(cut)
+			}
+			cut = trimJSRight(cut)
+			if v2, err2 := jsjson.Parse(cut); err2 == nil && len(trimJSRight(text)) == len(text) {
+				v, err = v2, nil
+			} else if err2 == nil {
+				v, err = v2, nil
+				s.trailing = n
+			}
+		}
 		if err != nil {
 			return parsed{}, syntaxRefusal(n, last, err)
+		}
+		// pi keeps what the reference's reader refuses (a lone surrogate,
+		// nesting past serde_json's limit): the rewrite would be
+		// lossless, but the result could not be migrated anyway.
+		if _, err := wire.ParseJSON(text, nil); err != nil {
+			var se *wire.SyntaxError
+			if errors.As(err, &se) && se.IsSurrogate() {
+				return parsed{}, refuse(n, readers.ClassLoneSurrogate,
+					"a \\u escape is a lone surrogate (%s): pi keeps it as it is, but the reference's JSON reader refuses it, so the upgraded file could not be migrated", se)
+			}
+			if !errors.As(err, &se) || !se.IsEOF() {
+				if v2, err2 := jsjson.Parse(text); err2 == nil && !jsjson.HasNonFinite(v2) {
+					return parsed{}, refuse(n, readers.ClassMalformedJSON,
+						"JSON.parse reads this line, but the reference's JSON reader refuses it (%s), so the upgraded file could not be migrated", err)
+				}
+			}
+		}
+		if jsjson.HasNonFinite(v) {
+			return parsed{}, refuse(n, readers.ClassMalformedJSON,
+				"a number is too large for a double: JSON.parse reads it as Infinity and pi's rewrite would write null in its place")
 		}
 		if v.Kind != wire.KindObject {
 			return parsed{}, refuse(n, ClassNotObject,
@@ -112,24 +172,18 @@ func (s *scanner) next() (parsed, error) {
 	}
 }
 
-// syntaxRefusal classifies a line wire.ParseJSON refuses. JavaScript's
-// JSON.parse reads the same language except lone surrogates, numbers out
-// of range and nesting past 127 levels, which pi would keep (as U+FFFD
-// after a rewrite, null, or as they are): all are refused here, since the
-// rewrite could not write them back as they were.
+// syntaxRefusal classifies a line JSON.parse refuses: pi skips such a
+// line (it is lost in pi's rewrite), so the upgrade refuses the file.
 func syntaxRefusal(n int64, last bool, err error) error {
-	var se *wire.SyntaxError
+	var se *jsjson.SyntaxError
 	if !errors.As(err, &se) {
 		return refuse(n, readers.ClassMalformedJSON, "not JSON: %v", err)
 	}
-	switch {
-	case se.IsSurrogate():
-		return refuse(n, readers.ClassLoneSurrogate, "a \\u escape is a lone surrogate: %s", se)
-	case se.IsEOF() && last:
+	if last && strings.HasPrefix(se.Msg, "unexpected end") || last && strings.HasPrefix(se.Msg, "unterminated") {
 		return refuse(n, readers.ClassTornLine,
 			"the last line has no newline and ends inside its JSON: a torn write (%s); pi would drop it", se)
 	}
-	return refuse(n, readers.ClassMalformedJSON, "not JSON (%s); pi would drop the line", se)
+	return refuse(n, readers.ClassMalformedJSON, "not JSON (%s); JSON.parse fails on it and pi would drop the line", se)
 }
 
 // headerVersion reads the first line as pi's loadEntriesFromFile and
@@ -150,21 +204,22 @@ func headerVersion(p parsed) (int, error) {
 		return 1, nil
 	}
 	if ver.Kind == wire.KindNumber {
-		f := ver.Num.F
-		switch ver.Num.Kind {
-		case wire.NumU64:
-			f = float64(ver.Num.U)
-		case wire.NumI64:
-			f = float64(ver.Num.I)
-		}
-		switch f {
-		case 1, 2, 3:
-			return int(f), nil
+		// migrateToCurrentVersion: version >= 3 is current; below that,
+		// < 2 runs the v1 → v2 step and then v2 → v3.
+		switch f := ver.Num.F; {
+		case f == 3:
+			return 3, nil
+		case f > 3:
+			return NewerVersion, nil
+		case f >= 2:
+			return 2, nil
+		default:
+			return 1, nil
 		}
 	}
 	return 0, refuse(p.n, readers.ClassUnsupportedVer,
 		"header version %s: pisess upgrades versions 1 and 2 (no version, or null, is 1) and knows 3",
-		wire.AppendCompact(nil, ver))
+		jsjson.Append(nil, ver))
 }
 
 // plan is what pass 1 learns.
@@ -198,7 +253,7 @@ func scanPlan(s *scanner) (*plan, error) {
 		return nil, err
 	}
 	p := &plan{version: version, header: first, entries: 1}
-	if version == 3 {
+	if version >= 3 {
 		return p, nil
 	}
 	if version == 1 {

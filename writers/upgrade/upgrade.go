@@ -23,7 +23,7 @@ import (
 	"pisess/readers/normalize"
 	"pisess/readers/payload"
 	"pisess/writers/durable"
-	"pisess/writers/wire"
+	"pisess/writers/jsjson"
 )
 
 // Options says how to upgrade one file.
@@ -214,8 +214,13 @@ func (u *upgrader) pass1() (done bool, err error) {
 		return true, nil
 	}
 	u.res.Version = p.version
-	if p.version == 3 {
+	switch p.version {
+	case 3:
 		u.res.Status = StatusCurrent
+		return true, nil
+	case NewerVersion:
+		u.res.Status = StatusSkipped
+		u.res.Problem = NotLegacy()
 		return true, nil
 	}
 	u.p = p
@@ -292,7 +297,7 @@ func (u *upgrader) fetch(loc int64) (*payload.Entry, error) {
 			Reason: "the file changed while it was read"}
 	}
 	renameHookRole(&l.v)
-	return payload.Decode(append(wire.AppendCompact(nil, l.v), '\n'))
+	return payload.Decode(append(jsjson.Append(nil, l.v), '\n'))
 }
 
 // changed records that a concurrent writer changed the source.
@@ -613,4 +618,10 @@ func Sniff(path string) (int, error) {
 		return 0, &readers.RefusedError{Path: path, Line: rf.Line, Class: rf.Class, Reason: rf.Reason}
 	}
 	return 0, err
+}
+
+// NotLegacy is the report of a file whose header version is above 3.
+func NotLegacy() *Problem {
+	return &Problem{Line: 1, Class: ClassNotLegacy,
+		Reason: "the header version is newer than 3: pi treats the file as current and never rewrites it; not a legacy file"}
 }

@@ -224,8 +224,6 @@ func TestRefused(t *testing.T) {
 		{"null line", header + "null\n", 2, ClassNotObject},
 		{"first line not a header", entry + header, 1, readers.ClassBadHeader},
 		{"header without string id", `{"type":"session","id":5}` + "\n" + entry, 1, readers.ClassBadHeader},
-		{"version 4", `{"type":"session","version":4,"id":"s"}` + "\n" + entry, 1, readers.ClassUnsupportedVer},
-		{"version 0", `{"type":"session","version":0,"id":"s"}` + "\n" + entry, 1, readers.ClassUnsupportedVer},
 		{"version as string", `{"type":"session","version":"2","id":"s"}` + "\n" + entry, 1, readers.ClassUnsupportedVer},
 		{"BOM not at the start", header + "\ufeff" + entry, 2, readers.ClassMalformedJSON},
 		{"NBSP before JSON", header + "\u00a0" + entry, 2, readers.ClassMalformedJSON},
