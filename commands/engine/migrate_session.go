@@ -14,10 +14,12 @@ import (
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
+	"pisess/readers/jsonl"
 	"pisess/rollback"
 	"pisess/verify"
 	"pisess/writers"
 	"pisess/writers/durable"
+	"pisess/writers/upgrade"
 	"pisess/writers/wire"
 )
 
@@ -50,12 +52,8 @@ func planSession(s discover.Session, force bool) plan {
 		return p
 	case s.Format == readers.FormatJSONLv3 && s.Version != 3:
 		p.action = PlanRefuse
-		v := fmt.Sprintf("header version %d", s.Version)
-		if s.Version == 0 {
-			v = "no header version (a version 1 file)"
-		}
-		p.reason = fmt.Sprintf("%s: the reference migrates version 3 only; `pisess upgrade %s` rewrites it as version 3", v, s.Path)
-		p.refusal = &readers.RefusedError{Path: s.Path, Line: 1, Class: readers.ClassUnsupportedVer, Reason: p.reason}
+		p.refusal = legacyRefusal(s)
+		p.reason = p.refusal.Reason
 		return p
 	case s.SidecarIsSymlink:
 		p.action, p.reason = PlanNeedsRepair, "the sidecar is a symlink: pi can never open it; fsck --repair quarantines it"
@@ -446,4 +444,31 @@ func firstFindings(list []verify.Finding, n int) string {
 		parts = append(parts, f.String())
 	}
 	return strings.Join(parts, "; ")
+}
+
+// legacyRefusal says why the reference will not migrate a JSONL session
+// whose header is not a plain version 3, and whether `pisess upgrade` can
+// help: only when pi itself reads the file as version 1 or 2 (pi's rule:
+// the last "version" member, `version ?? 1`, below 3) does pi rewrite it,
+// and so can the upgrade. The reason is the reference's own (a duplicate
+// member, a version it does not know), not a guess from the first member.
+func legacyRefusal(s discover.Session) *readers.RefusedError {
+	class, reason := readers.ClassUnsupportedVer, fmt.Sprintf("header version %d: the reference migrates version 3 only", s.Version)
+	if s.Version == 0 {
+		reason = "no header version (a version 1 file): the reference migrates version 3 only"
+	}
+	if _, _, err := jsonl.Sniff(s.Path); err != nil {
+		if r := readers.AsRefused(err); r != nil {
+			class, reason = r.Class, r.Reason
+		}
+	}
+	switch v, err := upgrade.Sniff(s.Path); {
+	case err != nil:
+		reason += "; pi cannot read its header either (" + err.Error() + ")"
+	case v == 1 || v == 2:
+		reason += fmt.Sprintf("; pi reads it as version %d and rewrites it as version 3 when it opens it: `pisess upgrade %s` does the same now", v, s.Path)
+	default:
+		reason += "; pi reads it as a current file and never rewrites it, so `pisess upgrade` cannot help: only a new session (or an edit of the header) can"
+	}
+	return &readers.RefusedError{Path: s.Path, Line: 1, Class: class, Reason: reason}
 }

@@ -176,10 +176,31 @@ func checkUpgradeOptions(opt *UpgradeOptions) error {
 	return nil
 }
 
-// needsUpgrade reports whether a session must be opened: a JSONL session
-// discovery does not already know to be version 3 and has not refused.
-func needsUpgrade(s discover.Session) bool {
-	return s.Format == readers.FormatJSONLv3 && s.Refusal == nil && s.Version != 3
+// piVersion is the header version pi gives a JSONL session (the last
+// "version" member, `version ?? 1`; upgrade.NewerVersion above 3), read
+// from the first line only: what decides whether pi, and so the upgrade,
+// rewrites the file. The reference's stricter reading (discovery's) does
+// not: a header pi reads as version 3 is never pi's to rewrite.
+type piVersion struct {
+	v   int
+	err error
+}
+
+func piVersions(t discover.Tree) map[string]piVersion {
+	out := map[string]piVersion{}
+	for _, s := range t.Sessions {
+		if s.Format == readers.FormatJSONLv3 {
+			v, err := upgrade.Sniff(s.Path)
+			out[s.Path] = piVersion{v, err}
+		}
+	}
+	return out
+}
+
+// needsUpgrade reports whether a session must be opened (and so locked):
+// a JSONL session pi reads as version 1 or 2.
+func needsUpgrade(s discover.Session, pv piVersion) bool {
+	return s.Format == readers.FormatJSONLv3 && pv.err == nil && (pv.v == 1 || pv.v == 2)
 }
 
 // upgradeTree upgrades the sessions of one tree. The tree lock is taken
@@ -187,10 +208,11 @@ func needsUpgrade(s discover.Session) bool {
 // not a dry run.
 func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *UpgradeReport, log zerolog.Logger) error {
 	var journal *ledger.Journal
+	versions := piVersions(t)
 	if !opt.DryRun {
 		need := false
 		for _, s := range t.Sessions {
-			need = need || needsUpgrade(s)
+			need = need || needsUpgrade(s, versions[s.Path])
 		}
 		if need {
 			l, _, err := lockTreeForRepair(opt.Ops, t.Root)
@@ -207,7 +229,7 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("upgrade interrupted: %w", err)
 		}
-		res, err := upgradeSession(ctx, opt, s, journal)
+		res, err := upgradeSession(ctx, opt, s, versions[s.Path], journal)
 		rep.Files = append(rep.Files, *res)
 		ev := log.Info()
 		if res.Status != upgrade.StatusUpgraded && res.Status != upgrade.StatusPlanned && res.Status != upgrade.StatusCurrent {
@@ -221,19 +243,25 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 	return nil
 }
 
-func upgradeSession(ctx context.Context, opt UpgradeOptions, s discover.Session, journal *ledger.Journal) (*upgrade.Result, error) {
+func upgradeSession(ctx context.Context, opt UpgradeOptions, s discover.Session, pv piVersion, journal *ledger.Journal) (*upgrade.Result, error) {
 	res := &upgrade.Result{Path: s.Path}
 	switch {
-	case s.Refusal != nil:
-		res.Status = upgrade.StatusRefused
-		res.Problem = &upgrade.Problem{Line: s.Refusal.Line, Class: s.Refusal.Class, Reason: s.Refusal.Reason}
-		return res, nil
 	case s.Format != readers.FormatJSONLv3:
 		res.Status = upgrade.StatusSkipped
 		res.Problem = &upgrade.Problem{Class: "not_jsonl", Reason: fmt.Sprintf("a %s session: only JSONL sessions have versions to upgrade", s.Format)}
 		return res, nil
-	case s.Version == 3:
+	case pv.err != nil:
+		res.Status = upgrade.StatusRefused
+		res.Problem = &upgrade.Problem{Class: readers.ClassBadHeader, Reason: pv.err.Error()}
+		if r := readers.AsRefused(pv.err); r != nil {
+			res.Problem = &upgrade.Problem{Line: r.Line, Class: r.Class, Reason: r.Reason}
+		}
+		return res, nil
+	case pv.v == 3:
 		res.Status, res.Version = upgrade.StatusCurrent, 3
+		return res, nil
+	case pv.v == upgrade.NewerVersion:
+		res.Status, res.Version, res.Problem = upgrade.StatusSkipped, pv.v, upgrade.NotLegacy()
 		return res, nil
 	}
 	uo := upgrade.Options{DryRun: opt.DryRun, LockTimeout: opt.LockTimeout, Ops: opt.Ops}

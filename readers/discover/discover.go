@@ -137,9 +137,9 @@ const (
 
 // Skipped is an entry discovery reports but does not take as a session.
 type Skipped struct {
-	Path   string
-	Kind   SkipKind
-	Reason string
+	Path   string   `json:"path"`
+	Kind   SkipKind `json:"kind"`
+	Reason string   `json:"reason"`
 }
 
 // DefaultRoots returns the default session tree: $PI_SESSIONS_DIR, else

@@ -124,4 +124,3 @@ func firstDiff(got, want []byte) string {
 	}
 	return "(no line differs)"
 }
-

@@ -1,12 +1,12 @@
 package upgrade
 
 import (
-	"strings"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"pisess/readers"
 	"pisess/readers/normalize"
