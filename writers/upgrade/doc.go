@@ -43,28 +43,39 @@
 //     member an object whose last `role` is "hookMessage": JSON.parse's
 //     reading of duplicates).
 //
-// Every other member keeps its value and its place; duplicate members are
-// kept (pi's JSON.parse reads the last one either way). Lines are written
-// compact by wire.AppendCompact from wire.ParseJSON's values, so numbers and
-// strings are re-spelled (`1.50` → `1.5`, `\u00e9` → `é`) but JavaScript
-// reads the same value from either spelling.
+// Every line is pi's own rewrite of it, `JSON.stringify(JSON.parse(line))`,
+// in the JavaScript dialect of package jsjson (not wire's serde dialect of
+// V2 frames): numbers correctly rounded and written in ECMAScript notation
+// (`1.50e3` → `1500`, `0.010665000000000001` unchanged), a duplicate member
+// once, with its last value in its first place, integer-like keys first,
+// strings escaped as JSON.stringify does (a lone surrogate written back as
+// its \u escape). TestUpgradeWritesPisOwnRewrite compares the result byte
+// for byte with the real pi's rewrite (ids aside).
 //
 // # Lines pi would drop, and what pisess does with them
 //
-//   - Blank lines (only Unicode White_Space or U+FEFF: what JavaScript's or
-//     Rust's trim() empties) hold no data and are dropped, as pi does.
+//   - pi reads content.trim().split("\n"): JavaScript white space (tab, VT,
+//     FF, space, U+00A0, U+FEFF, Zs, line terminators) before the first
+//     line and after the last is cut, so a byte-order mark or a no-break
+//     space there is dropped as pi drops it. Blank lines (only such white
+//     space, or U+0085) hold no data and are dropped, as pi does.
 //   - CRLF: the CR is JSON white space; lines are written with LF only.
-//   - A UTF-8 byte-order mark at the very start of the file is dropped (pi
-//     accepts it: JavaScript's trim() removes U+FEFF).
 //   - A last line without newline is accepted when it is complete JSON; the
 //     upgraded file ends with a newline.
-//   - Everything pi would silently drop or mangle is refused, naming the
-//     line, and the file is left alone: a torn last line, malformed JSON,
-//     invalid UTF-8 (pi would turn it into U+FFFD), a lone surrogate escape,
-//     a number out of range (pi would write null), nesting deeper than 127,
-//     a line over 100 MiB, a line that is JSON but not an object (pi's
-//     upgrade throws on it), a first line that is not a session header (pi
-//     would truncate the file), and header versions other than 1, 2, 3.
+//   - Everything pi would silently drop or alter is refused, naming the
+//     line and the true reason, and the file is left alone: a torn last
+//     line, malformed JSON (including JavaScript white space around a line
+//     that is not the first or last: JSON.parse fails on it), invalid UTF-8
+//     (Node decodes it to U+FFFD for good), a number out of range (pi would
+//     write null), a line over 100 MiB, a line that is JSON but not an
+//     object (pi's upgrade throws on it), a first line that is not a
+//     session header (pi would truncate the file).
+//   - What pi keeps but the reference cannot read is refused too, saying
+//     so, since the upgraded file could not be migrated anyway: a lone
+//     surrogate escape, nesting past serde_json's limit.
+//   - The header version is pi's: the last "version" member, `?? 1`; below
+//     2 is version 1, below 3 version 2, 3 is current, above 3 is "not a
+//     legacy file" (reported, exit 0: pi never rewrites it).
 //
 // # Can the reference migrate the result?
 //
