@@ -24,23 +24,12 @@ func Lstat(path string) (unix.Stat_t, error) { return lstatAt(path) }
 // oldpath and never replacing newpath.
 func (o Ops) Link(oldpath, newpath string) error {
 	lerr := func(err error) error { return &os.LinkError{Op: "link", Old: oldpath, New: newpath, Err: err} }
-	oldDir, oldName, err := splitPath(oldpath)
-	if err != nil {
-		return lerr(unix.EINVAL)
-	}
-	newDir, newName, err := splitPath(newpath)
-	if err != nil {
-		return lerr(unix.EINVAL)
-	}
-	od, err := o.openFile(oldDir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	openDir := func(dir string) (*os.File, error) { return o.openFile(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0) }
+	od, oldName, nd, newName, err := openParents(openDir, oldpath, newpath, lerr)
 	if err != nil {
 		return err
 	}
 	defer od.Close()
-	nd, err := o.openFile(newDir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return err
-	}
 	defer nd.Close()
 	if err := unix.Linkat(int(od.Fd()), oldName, int(nd.Fd()), newName, 0); err != nil {
 		return lerr(err)

@@ -245,23 +245,11 @@ func openDir(path string) (*os.File, error) {
 // either, and the old name is then unlinked.
 func renameAt(oldpath, newpath string, noReplace bool) error {
 	lerr := func(err error) error { return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err} }
-	oldDir, oldName, err := splitPath(oldpath)
-	if err != nil {
-		return lerr(unix.EINVAL)
-	}
-	newDir, newName, err := splitPath(newpath)
-	if err != nil {
-		return lerr(unix.EINVAL)
-	}
-	od, err := openDir(oldDir)
+	od, oldName, nd, newName, err := openParents(openDir, oldpath, newpath, lerr)
 	if err != nil {
 		return err
 	}
 	defer od.Close()
-	nd, err := openDir(newDir)
-	if err != nil {
-		return err
-	}
 	defer nd.Close()
 	ofd, nfd := int(od.Fd()), int(nd.Fd())
 	if !noReplace {
@@ -278,6 +266,27 @@ func renameAt(oldpath, newpath string, noReplace bool) error {
 		return lerr(err)
 	}
 	return nil
+}
+
+// openParents opens the parent directories of oldpath and newpath with
+// open (which refuses symlinks) and returns them with the final names.
+func openParents(open func(string) (*os.File, error), oldpath, newpath string, lerr func(error) error) (od *os.File, oldName string, nd *os.File, newName string, err error) {
+	oldDir, oldName, err := splitPath(oldpath)
+	if err != nil {
+		return nil, "", nil, "", lerr(unix.EINVAL)
+	}
+	newDir, newName, err := splitPath(newpath)
+	if err != nil {
+		return nil, "", nil, "", lerr(unix.EINVAL)
+	}
+	if od, err = open(oldDir); err != nil {
+		return nil, "", nil, "", err
+	}
+	if nd, err = open(newDir); err != nil {
+		od.Close()
+		return nil, "", nil, "", err
+	}
+	return od, oldName, nd, newName, nil
 }
 
 // linkNoReplace is the no-replace publication for filesystems without
