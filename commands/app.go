@@ -95,7 +95,8 @@ type run struct {
 // can call it in-process.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	r := &run{stdout: stdout, stderr: stderr, log: zerolog.Nop(), json: wantsJSON(args), args: args, childExit: -1}
-	err := r.app().RunContext(ctx, args)
+	app := r.app()
+	err := app.RunContext(ctx, normalizeArgs(app, args))
 	if r.logCloser != nil {
 		if cerr := r.logCloser.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close log file: %w", cerr)

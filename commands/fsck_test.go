@@ -113,9 +113,6 @@ func TestFsckDamageRepairRoundTrip(t *testing.T) {
 		{name: "leave a rollback intent half done", code: verify.CodeRollbackIntent, damage: func(t *testing.T, tr fsckTree) {
 			writeRollbackIntent(t, tr.sidecar, 5)
 		}},
-		{name: "change the source (stale)", code: verify.CodeSourceStale, damage: func(t *testing.T, tr fsckTree) {
-			appendFile(t, tr.session, appendedEntry)
-		}},
 		{name: "stale tree lock", code: engine.CodeTreeStaleLock, damage: func(t *testing.T, tr fsckTree) {
 			if err := os.WriteFile(engine.TreeLockPath(tr.root), []byte("pid=2147483 host=gone started=2026-01-01T00:00:00Z\n"), 0o600); err != nil {
 				t.Fatal(err)
@@ -380,7 +377,7 @@ func TestFsckParallelRepair(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendFile(t, store.SegmentPath(filepath.Join(dir, "e.v2"), 1), "torn")
-	if code, rep, r := fsckJSON(t, tr.root, "--jobs", "4"); code != ExitProblems || rep.Totals.Left < 5 {
+	if code, rep, r := fsckJSON(t, tr.root, "--jobs", "4"); code != ExitProblems || rep.Totals.Left < 4 {
 		t.Fatalf("fsck: exit %d [%s]\n%s", code, codes(rep), r.stderr)
 	}
 	if code, rep, r := fsckJSON(t, tr.root, "--repair", "--jobs", "4"); code != ExitRepaired {
@@ -522,5 +519,26 @@ func TestFsckUsage(t *testing.T) {
 		t.Errorf("fsck of a missing tree: %s", r)
 	} else {
 		checkErrorObject(t, r, ClassOperational)
+	}
+}
+
+// TestFsckStaleIsNotDamage: pi marks a sidecar stale on every save, so a
+// stale sidecar is a notice (exit 0); --repair still refreshes it.
+func TestFsckStaleIsNotDamage(t *testing.T) {
+	tr := newFsckTree(t)
+	appendFile(t, tr.session, appendedEntry)
+	code, rep, r := fsckJSON(t, tr.root)
+	notice := false
+	for _, f := range allFindings(rep) {
+		notice = notice || f.Code == verify.CodeSourceStale && f.Notice
+	}
+	if code != ExitClean || !notice || rep.Trees[0].Sessions[0].Class != verify.ClassStale {
+		t.Fatalf("fsck of a stale sidecar: exit %d [%s] class %s\n%s", code, codes(rep), rep.Trees[0].Sessions[0].Class, r.stderr)
+	}
+	if code, _, r := fsckJSON(t, tr.root, "--repair"); code != ExitClean {
+		t.Fatalf("fsck --repair of a stale sidecar: exit %d\n%s", code, r.stderr)
+	}
+	if _, rep, _ := fsckJSON(t, tr.root); rep.Trees[0].Sessions[0].Class != verify.ClassMigrated {
+		t.Errorf("after --repair the sidecar is %s, want migrated (refreshed)", rep.Trees[0].Sessions[0].Class)
 	}
 }

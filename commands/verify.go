@@ -52,6 +52,9 @@ func renderVerify(w io.Writer, rep engine.VerifyReport) {
 			continue
 		case s.Verified:
 			fmt.Fprintf(w, "verified %s\n", s.Sidecar)
+		case s.Stale:
+			fmt.Fprintf(w, "stale    %s: stale, pi will not use it until refreshed (pisess migrate refreshes it)\n", s.Sidecar)
+			continue
 		default:
 			fmt.Fprintf(w, "FAILED   %s\n", s.Path)
 		}
@@ -80,5 +83,5 @@ func renderVerify(w io.Writer, rep engine.VerifyReport) {
 			fmt.Fprintf(w, "  [%s] %s: %s\n", fd.Code, where, fd.Detail)
 		}
 	}
-	fmt.Fprintf(w, "%d verified, %d failed\n", rep.Verified, rep.Failed)
+	fmt.Fprintf(w, "%d verified, %d stale, %d failed\n", rep.Verified, rep.Stale, rep.Failed)
 }

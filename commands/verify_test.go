@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"strings"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -54,8 +55,6 @@ func TestVerifyFailures(t *testing.T) {
 	}{
 		{"flipped frame byte", func(t *testing.T, tr fsckTree) { fixtures.FlipByte(t, segment1(tr), 200) },
 			func(s engine.VerifySession) bool { return !s.Flags.IndexConsistent }},
-		{"source appended to", func(t *testing.T, tr fsckTree) { appendFile(t, tr.session, appendedEntry) },
-			func(s engine.VerifySession) bool { return !s.Flags.EntryCountMatch && !s.Fresh }},
 		{"segment 0644", func(t *testing.T, tr fsckTree) {
 			if err := os.Chmod(segment1(tr), 0o644); err != nil {
 				t.Fatal(err)
@@ -100,5 +99,25 @@ func TestVerifyUsageAndErrors(t *testing.T) {
 	}
 	if code, rep, r := verifyJSON(t, root); code != ExitClean || !rep.Sessions[0].Skipped {
 		t.Errorf("verify of a tree with an unmigrated session: %s", r)
+	}
+}
+
+// TestVerifyStaleIsNotAFailure: a whole sidecar whose source pi has written
+// since is stale: reported as such, exit 0, not FAILED.
+func TestVerifyStaleIsNotAFailure(t *testing.T) {
+	tr := newFsckTree(t)
+	appendFile(t, tr.session, appendedEntry)
+	code, rep, r := verifyJSON(t, tr.session)
+	if code != ExitClean || rep.Failed != 0 || rep.Stale != 1 || !rep.Sessions[0].Stale || rep.Sessions[0].Fresh {
+		t.Fatalf("verify of a stale sidecar: %s", r)
+	}
+	text := pisess(t, "verify", tr.session)
+	if text.code != ExitClean || strings.Contains(text.stdout, "FAILED") || !strings.Contains(text.stdout, "stale, pi will not use it until refreshed") {
+		t.Errorf("verify (text): %s", text)
+	}
+	// Damage on top of staleness is still a failure.
+	fixtures.FlipByte(t, segment1(tr), 200)
+	if code, rep, r := verifyJSON(t, tr.session); code != ExitProblems || rep.Failed != 1 {
+		t.Errorf("verify of a stale and damaged sidecar: %s", r)
 	}
 }

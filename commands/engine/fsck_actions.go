@@ -86,5 +86,11 @@ func fromVerify(f verify.Finding) FsckFinding {
 		// session the reference cannot migrate would fail fsck forever).
 		out.Notice = true
 	}
+	if f.Code == verify.CodeSourceStale || f.Code == verify.CodeSourceChanged {
+		// Stale is not damage: pi marks a sidecar dirty on every save and
+		// reads the source until a refresh (FORMAT.md §8). Reported as a
+		// notice (exit 0); --repair still refreshes it, as migrate does.
+		out.Notice = true
+	}
 	return out
 }

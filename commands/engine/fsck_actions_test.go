@@ -46,7 +46,7 @@ func TestActionFor(t *testing.T) {
 		if f.Action != want || f.Repair == "" {
 			t.Errorf("%s: action %s (repair %q), want %s", code, f.Action, f.Repair, want)
 		}
-		if notice := code == verify.SourceCode("torn_line"); f.Notice != notice {
+		if notice := code == verify.SourceCode("torn_line") || code == verify.CodeSourceStale || code == verify.CodeSourceChanged; f.Notice != notice {
 			t.Errorf("%s: notice %t, want %t", code, f.Notice, notice)
 		}
 	}

@@ -96,7 +96,7 @@ func (tr *treeRun) repair(ctx context.Context, s discover.Session, out *FsckSess
 // "" when the findings left can be mended in place (or not at all).
 func rebuildReason(fs []FsckFinding) string {
 	for _, f := range fs {
-		if f.Notice || f.Repaired {
+		if f.Repaired || f.Notice && f.Action != ActionRefresh {
 			continue
 		}
 		switch f.Action {

@@ -29,9 +29,11 @@ func (tr *treeRun) session(ctx context.Context, s discover.Session) FsckSession 
 	return out
 }
 
+// hasProblems reports whether --repair has work: a problem left, or a
+// stale sidecar (a notice that a refresh mends).
 func hasProblems(fs []FsckFinding) bool {
 	for _, f := range fs {
-		if !f.Notice && !f.Repaired {
+		if !f.Repaired && (!f.Notice || f.Action == ActionRefresh) {
 			return true
 		}
 	}

@@ -231,12 +231,24 @@ func (x *session) journal(ev wire.MigrationEvent) error {
 
 // failed records the failure and returns the result.
 func (x *session) failed(res SessionResult, class wire.ErrorClass, v wire.Verification, err error) SessionResult {
+	canceled := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	if canceled {
+		// An interrupt is not damage: the contract has no "cancelled"
+		// class, and io_failure with a recoverable outcome is the one
+		// that says "the run stopped, run it again" (README: Exit
+		// statuses); the session report says canceled.
+		class = wire.ErrorClassIOFailure
+	}
 	outcome := wire.OutcomeFatalError
 	if class == wire.ErrorClassIOFailure {
 		outcome = wire.OutcomeRecoverableError
 	}
 	if jerr := x.journal(x.event(wire.PhaseFailed, v, outcome, class)); jerr != nil {
 		err = fmt.Errorf("%w (and %v)", err, jerr)
+	}
+	if canceled {
+		x.env.Log.Warn().Str("session", x.s.Path).Str("correlationId", x.correlation).Err(err).Msg("session canceled")
+		return fail(res, "canceled", err)
 	}
 	x.env.Log.Warn().Str("session", x.s.Path).Str("errorClass", string(class)).Err(err).Msg("session failed")
 	return fail(res, string(class), err)

@@ -62,6 +62,9 @@ type VerifySession struct {
 	// Fresh is the source-state verdict (informational: a stale sidecar
 	// that still equals its source verifies).
 	Fresh         bool   `json:"fresh"`
+	// Stale: the store is whole but pi has written the session since; pi
+	// will not use the sidecar until it is refreshed. Not a failure.
+	Stale bool `json:"stale,omitempty"`
 	Entries       uint64 `json:"entries"`
 	SourceEntries uint64 `json:"sourceEntries"`
 	Error         string `json:"error,omitempty"`
@@ -79,6 +82,7 @@ type VerifyReport struct {
 	Sessions []VerifySession `json:"sessions"`
 	Verified int             `json:"verified"`
 	Failed   int             `json:"failed"`
+	Stale    int             `json:"stale"`
 }
 
 // Tally counts every session that did not verify as a problem left.
@@ -126,6 +130,8 @@ func Verify(ctx context.Context, opt VerifyOptions) (VerifyReport, error) {
 			case v.Skipped:
 			case v.Verified:
 				rep.Verified++
+			case v.Stale:
+				rep.Stale++
 			default:
 				rep.Failed++
 			}
@@ -206,6 +212,14 @@ func verifySession(ctx context.Context, s discover.Session, named bool) VerifySe
 		v.Fresh = fr.Fresh
 	}
 	v.Verified = r.Verified() && len(r.Findings) == 0
+	if !v.Verified && !v.Fresh {
+		// A sidecar that no longer matches a source pi has written since
+		// is stale, not damaged, when the store itself is whole: pi reads
+		// the source until a refresh (FORMAT.md §8).
+		if st, err := verify.Status(s.Path); err == nil && st.Class == verify.ClassStale {
+			v.Stale = true
+		}
+	}
 	return v
 }
 
