@@ -1,6 +1,7 @@
 // Package commands is pisess's command line: a urfave/cli/v2 app whose
 // commands turn flags into options, make one engine call, and render the
-// typed report as text (stderr) or as one JSON object (stdout). Main returns
+// typed report as text or as one JSON object, both on stdout (logs,
+// progress and errors go to stderr). Main returns
 // the exit status; nothing here calls os.Exit.
 package commands
 
@@ -42,8 +43,11 @@ sidecars (<stem>.v2/ beside each session file), byte for byte as the reference
 implementation writes them, and verifies, repairs and rolls them back.
 
 Output: with --json a command prints exactly one JSON object on stdout, a
-failure included ({"error":{"class":...,"message":...}}); text reports, logs
-and the progress bar (drawn only when stderr is a terminal) go to stderr.`
+failure included ({"error":{"class":...,"message":...}}); text reports go to
+stdout too; logs, errors and the progress bar (drawn only when stderr is a
+terminal) go to stderr. -q prints only what needs action (nothing at all
+when nothing does), -v lists every item; both work before or after the
+command, as every flag does.`
 
 const envHelp = `ENVIRONMENT:
    PISESS_CLOCK         an RFC 3339 time such as 2026-01-01T00:00:00.000Z that
@@ -84,6 +88,9 @@ type run struct {
 	usageErr error
 
 	args []string // the command line, for a child run as a tree's owner
+	// view is how much a text report shows (-q, -v).
+	view view
+
 	// childExit is the exit status of the child that ran the command as
 	// the tree's owner (owner.go), which printed everything itself; -1
 	// when the command ran here.
@@ -116,8 +123,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if werr := writeJSON(r.stdout, r.value); werr != nil {
 			return ExitOperational
 		}
-	case r.text != nil:
-		r.text(r.stderr)
+	case r.text != nil && !(r.view.quiet && code == ExitClean):
+		// Reports are the command's output: stdout, so that
+		// `pisess status | grep` works; logs and errors go to stderr.
+		r.text(r.stdout)
 	}
 	return code
 }
@@ -137,6 +146,8 @@ func (r *run) app() *cli.App {
 			&cli.StringFlag{Name: "log-format", Value: LogConsole, Usage: "log format: console (for people) or json (one object per line)"},
 			&cli.StringFlag{Name: "log-file", Usage: "append logs to `FILE` instead of stderr"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "least severe level logged: trace, debug, info, warn or error"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only what needs action, nothing when nothing does (for cron); logs on stderr only at error level"},
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "list every item of a report, not only problems and notices"},
 		},
 		CustomAppHelpTemplate: cli.AppHelpTemplate + "\n" + envHelp + "\n" + globalExitHelp,
 		// urfave/cli calls os.Exit itself for an ExitCoder when this is nil.
@@ -172,7 +183,12 @@ func (r *run) app() *cli.App {
 
 // before sets up logging from the global flags.
 func (r *run) before(c *cli.Context) error {
-	log, closer, err := newLogger(c.String("log-format"), c.String("log-level"), c.String("log-file"), r.stderr)
+	r.view = view{quiet: c.Bool("quiet"), verbose: c.Bool("verbose") && !c.Bool("quiet")}
+	level := c.String("log-level")
+	if r.view.quiet && c.String("log-file") == "" && !c.IsSet("log-level") {
+		level = "error" // stderr is cron's mail
+	}
+	log, closer, err := newLogger(c.String("log-format"), level, c.String("log-file"), r.stderr)
 	if err != nil {
 		return err
 	}
@@ -235,5 +251,5 @@ func (r *run) renderError(err error) {
 
 // jsonFlag is the --json flag every command takes.
 func jsonFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout (a failure included) instead of text on stderr"}
+	return &cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout (a failure included) instead of text"}
 }

@@ -167,8 +167,11 @@ func TestLogging(t *testing.T) {
 	if r.code != ExitClean {
 		t.Fatalf("%s", r)
 	}
-	if r.stdout != "" {
-		t.Errorf("logs or text on stdout: %q", r.stdout)
+	if strings.Contains(r.stdout, `"level"`) || !strings.Contains(r.stdout, "no problems found") {
+		t.Errorf("logs on stdout, or the report not there: %q", r.stdout)
+	}
+	if strings.Contains(r.stderr, "no problems found") {
+		t.Errorf("the report on stderr: %q", r.stderr)
 	}
 	file := filepath.Join(t.TempDir(), "pisess.log")
 	r = pisess(t, "--log-file", file, "--log-format", "json", "--log-level", "debug", "build", "--force", exampleSession, store)

@@ -71,7 +71,7 @@ pisess migrate or fsck --repair refreshes it.`,
 				return err
 			}
 			r.report, r.value = rep, rep
-			r.text = func(w io.Writer) { renderFsck(w, rep) }
+			r.text = func(w io.Writer) { renderFsck(w, rep, r.view) }
 			return nil
 		},
 	}, exitStatusHelp(
@@ -85,27 +85,38 @@ pisess migrate or fsck --repair refreshes it.`,
 	))
 }
 
-func renderFsck(w io.Writer, rep engine.FsckReport) {
+func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 	mode := "fsck (read-only)"
 	if rep.Repair {
 		mode = "fsck --repair: correlation id " + rep.CorrelationID
 	}
 	fmt.Fprintln(w, mode)
+	// -q: only the problems left; default: every finding; -v: every
+	// session too.
+	shown := func(f engine.FsckFinding) bool { return !v.quiet || !f.Notice && !f.Repaired }
 	for _, t := range rep.Trees {
 		fmt.Fprintf(w, "tree %s: %d session(s)\n", t.Root, len(t.Sessions))
 		for _, f := range t.Findings {
-			renderFinding(w, "  ", f)
+			if shown(f) {
+				renderFinding(w, "  ", f)
+			}
 		}
 		for _, s := range t.Sessions {
-			if len(s.Findings) == 0 {
+			var fs []engine.FsckFinding
+			for _, f := range s.Findings {
+				if shown(f) {
+					fs = append(fs, f)
+				}
+			}
+			if len(fs) == 0 && !v.verbose {
 				continue
 			}
 			class := string(s.Class)
 			if s.After != "" && s.After != s.Class {
 				class += " -> " + string(s.After)
 			}
-			fmt.Fprintf(w, "  %s [%s]\n", s.Path, class)
-			for _, f := range s.Findings {
+			fmt.Fprintf(w, "  %s [%s]\n", relTo([]string{t.Root}, s.Path), class)
+			for _, f := range fs {
 				renderFinding(w, "    ", f)
 			}
 		}
@@ -121,7 +132,11 @@ func renderFsck(w io.Writer, rep engine.FsckReport) {
 	}
 	fmt.Fprintf(w, "; %d problem(s), %d repaired, %d left; %d notice(s)\n", t.Problems, t.Repaired, t.Left, t.Notices)
 	if !rep.Repair && t.Left > 0 {
-		fmt.Fprintln(w, "run pisess fsck --repair to repair what can be repaired")
+		var roots []string
+		for _, tr := range rep.Trees {
+			roots = append(roots, shellQuote(tr.Root))
+		}
+		fmt.Fprintf(w, "run pisess fsck --repair %s to repair what can be repaired\n", strings.Join(roots, " "))
 	}
 }
 

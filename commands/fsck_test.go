@@ -454,12 +454,12 @@ func TestFsckText(t *testing.T) {
 	}
 	for _, want := range []string{"[manifest.missing] " + store.ManifestPath(tr.sidecar), "repair: fsck --repair: recompute the manifest",
 		"1 problem(s), 0 repaired, 1 left", "run pisess fsck --repair"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("text report lacks %q:\n%s", want, r.stderr)
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("text report lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	if r.stdout != "" {
-		t.Errorf("text report wrote to stdout: %q", r.stdout)
+	if strings.Contains(r.stderr, "problem(s)") {
+		t.Errorf("text report wrote to stderr: %q", r.stderr)
 	}
 }
 

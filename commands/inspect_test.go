@@ -12,13 +12,13 @@ import (
 func TestInspectClean(t *testing.T) {
 	store := buildStore(t)
 	r := pisess(t, "inspect", store)
-	if r.code != ExitClean || r.stdout != "" {
+	if r.code != ExitClean || r.stderr != "" {
 		t.Fatalf("%s", r)
 	}
 	for _, want := range []string{`"sessionId": "3f2b8c1e-9a4d-4e6f-8b2a-1c5d7e9f0a1b"`, "entries        11", "messages       4",
 		"branches       1", "compactions    1", "bytes          5971", "segments       1", "checkpoints    0", "ledger events  0", "no problems found"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("text report lacks %q:\n%s", want, r.stderr)
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("text report lacks %q:\n%s", want, r.stdout)
 		}
 	}
 
@@ -84,8 +84,8 @@ func TestInspectDamaged(t *testing.T) {
 			if r.code != ExitProblems {
 				t.Fatalf("want exit %d: %s", ExitProblems, r)
 			}
-			if !strings.Contains(r.stderr, tt.class+": "+tt.file) {
-				t.Errorf("text report does not list %s in %s:\n%s", tt.class, tt.file, r.stderr)
+			if !strings.Contains(r.stdout, tt.class+": "+tt.file) {
+				t.Errorf("text report does not list %s in %s:\n%s", tt.class, tt.file, r.stdout)
 			}
 			j := pisess(t, "inspect", "--json", store)
 			if j.code != ExitProblems {

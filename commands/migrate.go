@@ -3,12 +3,14 @@ package commands
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
 	"pisess/commands/engine"
+	"pisess/readers/discover"
 )
 
 func migrateCommand(r *run) *cli.Command {
@@ -25,7 +27,8 @@ stale: pi wrote the session since — the everyday job of a cron run), skip
 (fresh; --force rebuilds it), needs_repair (corrupt or partial sidecar, or
 leftovers of an interrupted run: left for pisess fsck --repair; --force
 rebuilds from the source instead) or refuse (the reference cannot migrate it:
-file, line and reason are printed).
+file, line and reason are printed as a notice; pi keeps reading it as JSONL,
+so it does not change the exit status unless --strict).
 
 Per session, under the session lock <file>.lock: the store is built in
 <stem>.v2.staging.<uuid>, sealed, verified against the source (entry ids,
@@ -42,6 +45,7 @@ and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 			&cli.IntFlag{Name: "jobs", Value: 0, Usage: "sessions migrated in parallel (0: number of CPUs)"},
 			&cli.StringFlag{Name: "correlation-id", Usage: "the run's correlation id (8-128 of A-Z a-z 0-9 . _ : -); default: a new UUID, printed"},
 			&cli.BoolFlag{Name: "force", Usage: "rebuild fresh sidecars too, and corrupt or partial ones from the source"},
+			&cli.BoolFlag{Name: "strict", Usage: "count sessions the reference refuses as problems (exit 4); by default they are notices"},
 			&cli.Int64Flag{Name: "max-segment-bytes", Value: 64 << 20, Usage: "segment rollover size, at most 64 MiB (the most pi reads)"},
 			&cli.DurationFlag{Name: "lock-timeout", Value: engine.DefaultLockTimeout, Usage: "how long to wait for a session lock before reporting the session busy"},
 		},
@@ -57,6 +61,7 @@ and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 				Jobs:            c.Int("jobs"),
 				CorrelationID:   c.String("correlation-id"),
 				Force:           c.Bool("force"),
+				Strict:          c.Bool("strict"),
 				MaxSegmentBytes: c.Int64("max-segment-bytes"),
 				LockTimeout:     c.Duration("lock-timeout"),
 				Clock:           clock,
@@ -68,51 +73,114 @@ and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 			bar.Finish()
 			if rep.CorrelationID != "" {
 				r.report, r.value = rep, rep
-				r.text = func(w io.Writer) { renderMigrate(w, rep) }
+				r.text = func(w io.Writer) { renderMigrate(w, rep, r.view) }
 			}
 			return err
 		},
 	}, exitStatusHelp(
 		"0   every planned session was migrated or refreshed (or nothing to do)",
-		"4   some sessions failed, were refused, were busy, or need fsck --repair",
+		"4   some sessions failed, were busy, or need fsck --repair (or, with --strict, were refused)",
 		"8   pisess could not run (bad tree, no permission, interrupted)",
 		"16  usage error (bad flag, --max-segment-bytes over 64 MiB, bad correlation id)",
 		"32  the tree is locked by another pisess run (the holder is named)",
 	))
 }
 
-func renderMigrate(w io.Writer, rep engine.MigrateReport) {
+func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 	mode := "migrate"
 	if rep.DryRun {
 		mode = "migrate --dry-run (nothing written in the tree)"
 	}
-	fmt.Fprintf(w, "%s: correlation id %s\n", mode, rep.CorrelationID)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "OUTCOME\tACTION\tENTRIES\tBYTES\tSESSION\tREASON")
+	// Problems first (they need action), then notices (sessions the
+	// reference refuses: pi keeps reading them as JSONL), then, with -v,
+	// everything else; the summary counts all.
+	var problems, notices, others []engine.SessionResult
 	for _, s := range rep.Sessions {
-		reason := s.Reason
-		if s.Error != nil && s.Error.Message != reason {
-			reason = s.Error.Message
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", s.Outcome, s.Action, s.Entries, s.Bytes, s.Path, reason)
-		for _, n := range s.Notes {
-			fmt.Fprintf(tw, "\t\t\t\t\tnote: %s\n", n)
+		switch {
+		case s.Problem(rep.Strict):
+			problems = append(problems, s)
+		case s.Outcome == engine.OutcomeRefused:
+			notices = append(notices, s)
+		default:
+			others = append(others, s)
 		}
 	}
-	tw.Flush()
+	rows := problems
+	if !v.quiet {
+		rows = append(rows, notices...)
+	}
+	if v.verbose {
+		rows = append(rows, others...)
+	}
+	fmt.Fprintf(w, "%s: correlation id %s\n", mode, rep.CorrelationID)
+	if len(rows) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "OUTCOME\tACTION\tENTRIES\tSIZE\tSESSION\tREASON")
+		for _, s := range rows {
+			reason := s.Reason
+			if s.Error != nil && s.Error.Message != reason {
+				reason = s.Error.Message
+			}
+			outcome := string(s.Outcome)
+			if s.Outcome == engine.OutcomeRefused && !rep.Strict {
+				outcome = "notice"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", outcome, s.Action, s.Entries, size(s.Bytes), relTo(rep.Trees, s.Path), reason)
+			for _, n := range s.Notes {
+				fmt.Fprintf(tw, "\t\t\t\t\tnote: %s\n", n)
+			}
+		}
+		tw.Flush()
+	}
 	t := rep.Totals
 	parts := []string{fmt.Sprintf("%d session(s)", t.Sessions)}
 	for _, kv := range []struct {
 		n    int
 		name string
-	}{{t.Migrated, "migrated"}, {t.Refreshed, "refreshed"}, {t.Verified, "verified (dry run)"}, {t.Skipped, "skipped"},
-		{t.NeedsRepair, "need repair"}, {t.Refused, "refused"}, {t.Busy, "busy"}, {t.Failed, "failed"}} {
+	}{{t.Migrated, "migrated"}, {t.Refreshed, "refreshed"}, {t.Verified, "verified (dry run)"}, {t.Skipped, "up to date"},
+		{t.NeedsRepair, "need repair"}, {t.Refused, "refused by the reference (notices)"}, {t.Busy, "busy"}, {t.Failed, "failed"}} {
 		if kv.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", kv.n, kv.name))
 		}
 	}
-	fmt.Fprintf(w, "%s; %d entries, %d bytes of frames built\n", strings.Join(parts, ", "), t.Entries, t.Bytes)
-	if t.Migrated+t.Refreshed > 0 && !rep.DryRun {
-		fmt.Fprintf(w, "undo this run with: pisess rollback %s\n", rep.CorrelationID)
+	if rep.Strict && t.Refused > 0 {
+		parts = append(parts, "refused sessions count as problems (--strict)")
 	}
+	fmt.Fprintf(w, "%s; %d entries, %s of frames built\n", strings.Join(parts, ", "), t.Entries, size(t.Bytes))
+	hint := treeHint(rep.Trees)
+	if t.NeedsRepair > 0 {
+		fmt.Fprintf(w, "repair with: pisess fsck --repair%s\n", hint)
+	}
+	if t.Migrated+t.Refreshed > 0 && !rep.DryRun {
+		fmt.Fprintf(w, "undo this run with: pisess rollback%s %s\n", hint, rep.CorrelationID)
+	}
+}
+
+// treeHint is the --tree part of a printed command line: needed unless
+// the run's only tree is the default one.
+func treeHint(trees []string) string {
+	if len(trees) != 1 {
+		var b strings.Builder
+		for _, t := range trees {
+			b.WriteString(" --tree " + shellQuote(t))
+		}
+		return b.String()
+	}
+	if def, err := discover.DefaultRoots(); err == nil && len(def) == 1 {
+		if abs, err := filepath.Abs(def[0]); err == nil && abs == trees[0] {
+			return ""
+		}
+	}
+	return " --tree " + shellQuote(trees[0])
+}
+
+// shellQuote quotes s for a shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '+' || r == '@' ||
+			r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -150,8 +150,8 @@ func TestMigrateCLIVectors(t *testing.T) {
 	vs := trees.Copy(t, dir, trees.Without(trees.Vectors(t), "accept/rollover"))
 	sources := trees.Digests(t, vs)
 	r, rep := mcMigrate(t, "--jobs", "2", dir)
-	if r.code != ExitProblems {
-		t.Fatalf("exit %d, want %d (refusals)\n%s", r.code, ExitProblems, r.stderr)
+	if r.code != ExitClean {
+		t.Fatalf("exit %d, want %d (refusals are notices)\n%s", r.code, ExitClean, r.stderr)
 	}
 	if rep.DryRun || len(rep.Sessions) != len(vs) {
 		t.Fatalf("dry run %v, %d sessions for %d vectors", rep.DryRun, len(rep.Sessions), len(vs))
@@ -195,8 +195,11 @@ func TestMigrateCLIVectors(t *testing.T) {
 
 	before := fixtures.TreeDigest(t, dir)
 	r, again := mcMigrate(t, dir)
-	if r.code != ExitProblems || again.Totals.Skipped != len(vs)-refused || again.Totals.Migrated+again.Totals.Refreshed != 0 {
+	if r.code != ExitClean || again.Totals.Skipped != len(vs)-refused || again.Totals.Migrated+again.Totals.Refreshed != 0 {
 		t.Errorf("re-run: exit %d totals %+v", r.code, again.Totals)
+	}
+	if r, _ := mcMigrate(t, "--strict", dir); r.code != ExitProblems {
+		t.Errorf("--strict with refusals: exit %d, want %d", r.code, ExitProblems)
 	}
 	after := fixtures.TreeDigest(t, dir)
 	for k, v := range before {
@@ -223,7 +226,7 @@ func TestMigrateCLIRollover(t *testing.T) {
 	trees.SameStore(t, v.Sidecar(), v.Reference)
 	t.Setenv(EnvClock, fixedClock)
 	text := pisess(t, "migrate", dir)
-	if text.code != ExitClean || text.stdout != "" || !strings.Contains(text.stderr, "skipped") || !strings.Contains(text.stderr, "correlation id") {
+	if text.code != ExitClean || !strings.Contains(text.stdout, "up to date") || !strings.Contains(text.stdout, "correlation id") {
 		t.Errorf("text re-run: %s", text)
 	}
 }

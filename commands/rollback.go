@@ -60,7 +60,7 @@ pisess rollback [--dry-run] [--json] --to-checkpoint N STORE
 				return err
 			}
 			r.report, r.value = rep, rep
-			r.text = func(w io.Writer) { renderRollback(w, rep) }
+			r.text = func(w io.Writer) { renderRollback(w, rep, r.view) }
 			return nil
 		},
 	}, exitStatusHelp(
@@ -72,7 +72,7 @@ pisess rollback [--dry-run] [--json] --to-checkpoint N STORE
 	))
 }
 
-func renderRollback(w io.Writer, rep engine.RollbackReport) {
+func renderRollback(w io.Writer, rep engine.RollbackReport, v view) {
 	if c := rep.Checkpoint; c != nil {
 		fmt.Fprintf(w, "rolled %s back to checkpoint %d: %d entries kept, %d cut\n", c.Store, c.Checkpoint.CheckpointSeq, c.Retained, c.Dropped)
 		for _, s := range c.SetAside {
@@ -89,6 +89,9 @@ func renderRollback(w io.Writer, rep engine.RollbackReport) {
 	}
 	fmt.Fprintf(w, "rollback %s%s\n", rep.CorrelationID, map[bool]string{true: " (dry run)", false: ""}[rep.DryRun])
 	for _, s := range rep.Sessions {
+		if v.quiet && s.Error == "" {
+			continue
+		}
 		fmt.Fprintf(w, "  %-20s %s\n", s.Action, s.Session)
 		if s.Detail != "" {
 			fmt.Fprintf(w, "  %-20s %s\n", "", s.Detail)

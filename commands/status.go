@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"pisess/commands/engine"
+	"pisess/verify"
 )
 
 func statusCommand(r *run) *cli.Command {
@@ -35,7 +36,7 @@ pisess fsck's to find. Nothing is written or locked.`,
 				return err
 			}
 			r.report, r.value = rep, rep
-			r.text = func(w io.Writer) { renderStatus(w, rep) }
+			r.text = func(w io.Writer) { renderStatus(w, rep, r.view) }
 			return nil
 		},
 	}, exitStatusHelp(
@@ -45,10 +46,27 @@ pisess fsck's to find. Nothing is written or locked.`,
 	))
 }
 
-func renderStatus(w io.Writer, rep engine.StatusReport) {
+func renderStatus(w io.Writer, rep engine.StatusReport, v view) {
+	// Without -v only sessions that are not migrated and fresh are
+	// listed (problems first: corrupt and partial, then the others).
+	var rows []engine.StatusEntry
+	for _, pass := range []func(engine.StatusEntry) bool{
+		func(s engine.StatusEntry) bool { return s.Class == verify.ClassCorrupt || s.Class == verify.ClassPartial },
+		func(s engine.StatusEntry) bool {
+			return s.Class != verify.ClassCorrupt && s.Class != verify.ClassPartial && (v.verbose || s.Class != verify.ClassMigrated)
+		},
+	} {
+		for _, s := range rep.Sessions {
+			if pass(s) {
+				rows = append(rows, s)
+			}
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tFORMAT\tENTRIES\tSIZE\tSTATUS\tNAME\tLAST RUN")
-	for _, s := range rep.Sessions {
+	if len(rows) > 0 {
+		fmt.Fprintln(tw, "SESSION\tFORMAT\tENTRIES\tSIZE\tSTATUS\tNAME\tLAST RUN")
+	}
+	for _, s := range rows {
 		format := s.SourceFormat
 		if s.Version != 0 {
 			format += fmt.Sprintf(" v%d", s.Version)
@@ -65,10 +83,10 @@ func renderStatus(w io.Writer, rep engine.StatusReport) {
 		if last == "" {
 			last = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.Path, format, entries, s.Size, s.Class, name, last)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Path, format, entries, size(s.Size), s.Class, name, last)
 	}
 	tw.Flush()
-	for _, s := range rep.Sessions {
+	for _, s := range rows {
 		switch {
 		case s.Error != "":
 			fmt.Fprintf(w, "%s: %s: %s\n", s.Path, s.Class, s.Error)

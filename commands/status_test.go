@@ -132,9 +132,9 @@ func TestStatusGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	var direct strings.Builder
-	renderStatus(&direct, rep)
-	if direct.String() != r.stderr {
-		t.Fatalf("the text output is not the rendering of the --json report:\n%s\n---\n%s", r.stderr, direct.String())
+	renderStatus(&direct, rep, view{})
+	if direct.String() != r.stdout {
+		t.Fatalf("the text output is not the rendering of the --json report:\n%s\n---\n%s", r.stdout, direct.String())
 	}
 	// The temporary tree's path varies in length, and so would the
 	// columns: render with the tree named $TREE.
@@ -143,7 +143,7 @@ func TestStatusGolden(t *testing.T) {
 		rep.Sessions[i].Reason = strings.ReplaceAll(rep.Sessions[i].Reason, root, "$TREE")
 	}
 	var b strings.Builder
-	renderStatus(&b, rep)
+	renderStatus(&b, rep, view{})
 	got := b.String()
 	golden := filepath.Join("testdata", "status.golden")
 	if *update {

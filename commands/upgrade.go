@@ -63,7 +63,7 @@ renamed over. pisess rollback <correlation id> restores the originals.
 			})
 			if rep.CorrelationID != "" {
 				r.report, r.value = rep, rep
-				r.text = func(w io.Writer) { renderUpgrade(w, rep) }
+				r.text = func(w io.Writer) { renderUpgrade(w, rep, r.view) }
 			}
 			return err
 		},
@@ -76,14 +76,22 @@ renamed over. pisess rollback <correlation id> restores the originals.
 	))
 }
 
-func renderUpgrade(w io.Writer, rep engine.UpgradeReport) {
+func renderUpgrade(w io.Writer, rep engine.UpgradeReport, v view) {
 	mode := "upgrade"
 	if rep.DryRun {
 		mode = "upgrade --dry-run (nothing written)"
 	}
 	fmt.Fprintf(w, "%s: correlation id %s\n", mode, rep.CorrelationID)
 	for _, f := range rep.Files {
-		fmt.Fprintf(w, "%s %s", f.Status, f.Path)
+		problem := f.Status == upgrade.StatusRefused || f.Status == upgrade.StatusBusy ||
+			f.Status == upgrade.StatusChanged || f.Status == upgrade.StatusFailed
+		switch {
+		case v.quiet && !problem:
+			continue
+		case !v.verbose && f.Status == upgrade.StatusCurrent:
+			continue // counted in the summary
+		}
+		fmt.Fprintf(w, "%s %s", f.Status, relTo(rep.Trees, f.Path))
 		if f.Version > 0 {
 			fmt.Fprintf(w, " (version %d)", f.Version)
 		}
@@ -113,7 +121,7 @@ func renderUpgrade(w io.Writer, rep engine.UpgradeReport) {
 	}
 	fmt.Fprintln(w, strings.Join(parts, ", "))
 	if t.Upgraded > 0 {
-		fmt.Fprintf(w, "undo this run with: pisess rollback %s\n", rep.CorrelationID)
+		fmt.Fprintf(w, "undo this run with: pisess rollback%s %s\n", treeHint(rep.Trees), rep.CorrelationID)
 	}
 }
 

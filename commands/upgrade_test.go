@@ -40,8 +40,8 @@ func TestUpgradeCommand(t *testing.T) {
 	}
 
 	r = pisess(t, "upgrade", "--correlation-id", "cli-upgrade-01", tree)
-	if r.code != ExitClean || !strings.Contains(r.stderr, "upgraded "+v1) ||
-		!strings.Contains(r.stderr, "pisess rollback cli-upgrade-01") {
+	if r.code != ExitClean || !strings.Contains(r.stdout, "upgraded ") ||
+		!strings.Contains(r.stdout, "pisess rollback --tree "+tree+" cli-upgrade-01") {
 		t.Fatalf("upgrade: %s", r)
 	}
 	r = pisess(t, "upgrade", "--json", v1)
@@ -52,7 +52,7 @@ func TestUpgradeCommand(t *testing.T) {
 
 	writeSession(t, tree, "broken.jsonl", `{"type":"session","id":"s"}`+"\n{\n")
 	r = pisess(t, "upgrade", tree)
-	if r.code != ExitProblems || !strings.Contains(r.stderr, "line 2: malformed_json") {
+	if r.code != ExitProblems || !strings.Contains(r.stdout, "line 2: malformed_json") {
 		t.Fatalf("refused file: %s", r)
 	}
 }

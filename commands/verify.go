@@ -33,7 +33,7 @@ tree are skipped; one named directly fails. Nothing is written or locked.`,
 				return err
 			}
 			r.report, r.value = rep, rep
-			r.text = func(w io.Writer) { renderVerify(w, rep) }
+			r.text = func(w io.Writer) { renderVerify(w, rep, r.view) }
 			return nil
 		},
 	}, exitStatusHelp(
@@ -44,8 +44,12 @@ tree are skipped; one named directly fails. Nothing is written or locked.`,
 	))
 }
 
-func renderVerify(w io.Writer, rep engine.VerifyReport) {
+func renderVerify(w io.Writer, rep engine.VerifyReport, v view) {
 	for _, s := range rep.Sessions {
+		failed := !s.Skipped && !s.Verified && !s.Stale
+		if v.quiet && !failed || !v.verbose && (s.Skipped || s.Verified) {
+			continue // counted in the summary
+		}
 		switch {
 		case s.Skipped:
 			fmt.Fprintf(w, "skipped  %s: %s\n", s.Path, s.Error)
@@ -83,5 +87,6 @@ func renderVerify(w io.Writer, rep engine.VerifyReport) {
 			fmt.Fprintf(w, "  [%s] %s: %s\n", fd.Code, where, fd.Detail)
 		}
 	}
-	fmt.Fprintf(w, "%d verified, %d stale, %d failed\n", rep.Verified, rep.Stale, rep.Failed)
+	skipped := len(rep.Sessions) - rep.Verified - rep.Stale - rep.Failed
+	fmt.Fprintf(w, "%d verified, %d stale, %d failed, %d without a sidecar\n", rep.Verified, rep.Stale, rep.Failed, skipped)
 }

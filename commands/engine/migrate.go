@@ -70,11 +70,18 @@ type SessionResult struct {
 	Error        *ErrorInfo        `json:"error,omitempty"`
 }
 
-// problem reports whether the session counts against a clean exit.
-func (s SessionResult) problem() bool {
+// Problem reports whether the session counts against a clean exit.
+//
+// A session the reference's model refuses is a problem only when strict:
+// real trees always hold some (the TypeScript pi writes entries the Rust
+// model rejects), and pi keeps using them as JSONL, so a cron run must not
+// fail on them forever. They are listed as notices.
+func (s SessionResult) Problem(strict bool) bool {
 	switch s.Outcome {
-	case OutcomeFailed, OutcomeRefused, OutcomeBusy, OutcomeLeft:
+	case OutcomeFailed, OutcomeBusy, OutcomeLeft:
 		return true
+	case OutcomeRefused:
+		return strict
 	}
 	return false
 }
@@ -104,6 +111,9 @@ type MigrateReport struct {
 	Totals        MigrateTotals   `json:"totals"`
 	// Skipped are entries discovery did not take as sessions.
 	Skipped []discover.Skipped `json:"skippedEntries,omitempty"`
+	// Strict: sessions the reference refuses count as problems (exit 4);
+	// without it they are notices (pi keeps reading them as JSONL).
+	Strict bool `json:"strict"`
 }
 
 // Tally implements Report: refused, failed, busy and needs-repair sessions
@@ -111,7 +121,7 @@ type MigrateReport struct {
 func (r MigrateReport) Tally() Tally {
 	n := 0
 	for _, s := range r.Sessions {
-		if s.problem() {
+		if s.Problem(r.Strict) {
 			n++
 		}
 	}
@@ -125,6 +135,7 @@ type MigrateOptions struct {
 	Jobs            int // parallel sessions; 0: number of CPUs
 	CorrelationID   string
 	Force           bool
+	Strict          bool // refused sessions are problems (exit 4)
 	MaxSegmentBytes int64
 	LockTimeout     time.Duration
 	Clock           func() time.Time
@@ -168,7 +179,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		return MigrateReport{}, err
 	}
 	log := zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger()
-	rep := MigrateReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun}
+	rep := MigrateReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Strict: opt.Strict}
 	trees, err := walkRoots(opt.Paths)
 	if err != nil {
 		return rep, err
