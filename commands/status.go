@@ -51,7 +51,9 @@ func renderStatus(w io.Writer, rep engine.StatusReport, v view) {
 	// listed (problems first: corrupt and partial, then the others).
 	var rows []engine.StatusEntry
 	for _, pass := range []func(engine.StatusEntry) bool{
-		func(s engine.StatusEntry) bool { return s.Class == verify.ClassCorrupt || s.Class == verify.ClassPartial },
+		func(s engine.StatusEntry) bool {
+			return s.Class == verify.ClassCorrupt || s.Class == verify.ClassPartial
+		},
 		func(s engine.StatusEntry) bool {
 			return s.Class != verify.ClassCorrupt && s.Class != verify.ClassPartial && (v.verbose || s.Class != verify.ClassMigrated)
 		},

@@ -1,10 +1,10 @@
 package commands
 
 import (
-	"strings"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"pisess/commands/engine"

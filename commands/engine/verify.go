@@ -61,10 +61,10 @@ type VerifySession struct {
 	Findings   []VerifyFinding `json:"findings"`
 	// Fresh is the source-state verdict (informational: a stale sidecar
 	// that still equals its source verifies).
-	Fresh         bool   `json:"fresh"`
+	Fresh bool `json:"fresh"`
 	// Stale: the store is whole but pi has written the session since; pi
 	// will not use the sidecar until it is refreshed. Not a failure.
-	Stale bool `json:"stale,omitempty"`
+	Stale         bool   `json:"stale,omitempty"`
 	Entries       uint64 `json:"entries"`
 	SourceEntries uint64 `json:"sourceEntries"`
 	Error         string `json:"error,omitempty"`
