@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
@@ -91,6 +92,11 @@ type run struct {
 	// view is how much a text report shows (-q, -v).
 	view view
 
+	// The run, for its log records and a cancel message (runlog.go).
+	command string
+	cid     string
+	started time.Time
+
 	// childExit is the exit status of the child that ran the command as
 	// the tree's owner (owner.go), which printed everything itself; -1
 	// when the command ran here.
@@ -104,20 +110,32 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	r := &run{stdout: stdout, stderr: stderr, log: zerolog.Nop(), json: wantsJSON(args), args: args, childExit: -1}
 	app := r.app()
 	err := app.RunContext(ctx, normalizeArgs(app, args))
-	if r.logCloser != nil {
-		if cerr := r.logCloser.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close log file: %w", cerr)
+	closeLog := func() {
+		if r.logCloser != nil {
+			if cerr := r.logCloser.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("close log file: %w", cerr)
+			}
 		}
 	}
 	if err == nil && r.childExit >= 0 {
+		closeLog()
 		return r.childExit
 	}
 	if err == nil {
 		err = r.usageErr
 	}
+	if err != nil {
+		err = r.canceled(err)
+	}
 	code := ExitCode(r.report, err)
+	r.endRun(code, err)
+	closeLog()
 	switch {
 	case err != nil:
+		var ce *canceledError
+		if errors.As(err, &ce) && r.text != nil && !r.json {
+			r.text(r.stdout) // what the run did before it stopped
+		}
 		r.renderError(err)
 	case r.json && r.value != nil:
 		if werr := writeJSON(r.stdout, r.value); werr != nil {
@@ -172,6 +190,11 @@ func (r *run) app() *cli.App {
 			c.Action = func(ctx *cli.Context) error {
 				if ran, err := r.asTreeOwner(ctx); ran {
 					return err
+				}
+				if cid := r.startRun(ctx); cid != "" && runIDCommands[ctx.Command.Name] {
+					if err := ctx.Set("correlation-id", cid); err != nil {
+						return err
+					}
 				}
 				return action(ctx)
 			}
@@ -238,7 +261,13 @@ func args(c *cli.Context, names ...string) ([]string, error) {
 // else as one line on stderr.
 func (r *run) renderError(err error) {
 	if r.json {
-		_ = writeJSON(r.stdout, errorDoc{Error: errorBody{Class: errorClass(err), Message: err.Error()}})
+		doc := errorDoc{Error: errorBody{Class: errorClass(err), Message: err.Error()}}
+		var ce *canceledError
+		if errors.As(err, &ce) {
+			// The interrupted run: its id (for rollback) and what it did.
+			doc.Error.CorrelationID, doc.Report = r.cid, r.value
+		}
+		_ = writeJSON(r.stdout, doc)
 		return
 	}
 	msg := err.Error()

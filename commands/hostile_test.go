@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -22,11 +23,22 @@ import (
 // re-executes itself as a tree's owner (owner.go): the child is this
 // binary with pisess's arguments.
 func TestMain(m *testing.M) {
-	if os.Getenv(envOwnerChild) != "" {
+	switch {
+	case os.Getenv(envOwnerChild) != "":
 		os.Exit(Main(context.Background(), os.Args, os.Stdout, os.Stderr))
+	case os.Getenv(envTestMain) != "":
+		// As main.go does: a signal cancels the run.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := Main(ctx, os.Args, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
+
+// envTestMain makes the test binary run pisess itself, as a child that
+// tests can signal.
+const envTestMain = "PISESS_TEST_AS_MAIN"
 
 // hostileUID owns the hostile trees when the tests run as root: an uid no
 // account has, as a tree's owner on a shared machine may be anyone.

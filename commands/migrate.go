@@ -74,6 +74,7 @@ and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 			if rep.CorrelationID != "" {
 				r.report, r.value = rep, rep
 				r.text = func(w io.Writer) { renderMigrate(w, rep, r.view) }
+				r.logSessions(rep)
 			}
 			return err
 		},
