@@ -206,10 +206,21 @@ func (r *run) app() *cli.App {
 
 // before sets up logging from the global flags.
 func (r *run) before(c *cli.Context) error {
+	// An invalid PISESS_CLOCK is a usage error for every command, not
+	// only for those that write times.
+	if _, err := ClockFromEnv(); err != nil {
+		return err
+	}
 	r.view = view{quiet: c.Bool("quiet"), verbose: c.Bool("verbose") && !c.Bool("quiet")}
 	level := c.String("log-level")
-	if r.view.quiet && c.String("log-file") == "" && !c.IsSet("log-level") {
-		level = "error" // stderr is cron's mail
+	if !c.IsSet("log-level") && c.String("log-file") == "" {
+		// On stderr, which a person reads (or cron mails), the run
+		// records are noise: warnings and errors only by default; a log
+		// file gets everything from info up.
+		level = "warn"
+		if r.view.quiet {
+			level = "error"
+		}
 	}
 	log, closer, err := newLogger(c.String("log-format"), level, c.String("log-file"), r.stderr)
 	if err != nil {
@@ -219,8 +230,16 @@ func (r *run) before(c *cli.Context) error {
 	return nil
 }
 
-// onUsageError turns urfave/cli's flag parsing errors into usage errors.
+// onUsageError turns urfave/cli's flag parsing errors into usage errors;
+// a duration that does not parse gets an example.
 func onUsageError(_ *cli.Context, err error, _ bool) error {
+	if msg := err.Error(); strings.Contains(msg, "invalid value") && strings.Contains(msg, "parse error") {
+		for _, d := range []string{"-lock-timeout", "-lock-wait", "-keep-within"} {
+			if strings.Contains(msg, "for flag "+d+":") {
+				return engine.Usagef("%s: want a duration such as 5s, 2m or 1h30m", strings.TrimSuffix(msg, ": parse error"))
+			}
+		}
+	}
 	return &engine.UsageError{Err: err}
 }
 

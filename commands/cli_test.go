@@ -186,3 +186,42 @@ func TestLogging(t *testing.T) {
 		t.Errorf("debug logs not in the log file only:\nfile: %s\nstderr: %s", log, r.stderr)
 	}
 }
+
+// TestBadInputOneAnswer: the same bad input gets the same, explained
+// answer from every command.
+func TestBadInputOneAnswer(t *testing.T) {
+	root, _ := placeSession(t, exampleSession, "s.jsonl")
+	t.Run("invalid PISESS_CLOCK is usage for every command", func(t *testing.T) {
+		t.Setenv(EnvClock, "yesterday")
+		for _, args := range [][]string{{"status", root}, {"verify", root}, {"fsck", root}, {"migrate", "--dry-run", root}, {"upgrade", "--dry-run", root}, {"inspect", root}} {
+			if r := pisess(t, args...); r.code != ExitUsage || !strings.Contains(r.stderr, EnvClock) {
+				t.Errorf("%v: %s", args, r)
+			}
+		}
+	})
+	t.Run("inspect of a directory that is not a store", func(t *testing.T) {
+		if r := pisess(t, "inspect", filepath.Join(root, "--p--")); r.code != ExitOperational || !strings.Contains(r.stderr, "not a V2 store") {
+			t.Errorf("%s", r)
+		}
+	})
+	t.Run("a duration that does not parse shows an example", func(t *testing.T) {
+		if r := pisess(t, "migrate", "--lock-timeout", "5", root); r.code != ExitUsage || !strings.Contains(r.stderr, "such as 5s") {
+			t.Errorf("%s", r)
+		}
+	})
+	t.Run("an unopenable log file is operational", func(t *testing.T) {
+		if r := pisess(t, "--log-file", filepath.Join(root, "no", "such", "dir", "log"), "status", root); r.code != ExitOperational {
+			t.Errorf("%s", r)
+		}
+	})
+	t.Run("flags after the command and after the paths", func(t *testing.T) {
+		log := filepath.Join(t.TempDir(), "l.json")
+		r := pisess(t, "status", root, "--log-format", "json", "--log-file", log, "--json")
+		if r.code != ExitClean || !strings.HasPrefix(strings.TrimSpace(r.stdout), "{") {
+			t.Fatalf("%s", r)
+		}
+		if b, _ := os.ReadFile(log); !strings.Contains(string(b), `"run started"`) {
+			t.Errorf("log file: %q", b)
+		}
+	})
+}

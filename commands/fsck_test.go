@@ -542,3 +542,40 @@ func TestFsckStaleIsNotDamage(t *testing.T) {
 		t.Errorf("after --repair the sidecar is %s, want migrated (refreshed)", rep.Trees[0].Sessions[0].Class)
 	}
 }
+
+// TestFsckRepairsSymlinkedSidecar: migrate plans a symlinked sidecar as
+// needs_repair saying fsck --repair quarantines it, and fsck --repair does
+// just that: the link itself goes to the quarantine, its target is left
+// untouched, and the sidecar is rebuilt from the source.
+func TestFsckRepairsSymlinkedSidecar(t *testing.T) {
+	root, session := placeSession(t, exampleSession, "s.jsonl")
+	target := t.TempDir()
+	if err := os.WriteFile(filepath.Join(target, "keep"), []byte("not pisess's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sidecar := filepath.Join(filepath.Dir(session), "s.v2")
+	if err := os.Symlink(target, sidecar); err != nil {
+		t.Fatal(err)
+	}
+	r := pisess(t, "migrate", root)
+	if r.code != ExitProblems || !strings.Contains(r.stdout, "fsck --repair quarantines it") {
+		t.Fatalf("migrate: %s", r)
+	}
+	code, rep, r2 := fsckJSON(t, root, "--repair")
+	if code != ExitRepaired {
+		t.Fatalf("fsck --repair: exit %d [%s]\n%s", code, codes(rep), r2.stderr)
+	}
+	if fi, err := os.Lstat(sidecar); err != nil || !fi.IsDir() {
+		t.Fatalf("no rebuilt sidecar: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(target, "keep")); err != nil || string(b) != "not pisess's" {
+		t.Error("the link's target was changed")
+	}
+	links, _ := filepath.Glob(filepath.Join(root, ".pisess", "quarantine", rep.CorrelationID, "--p--", "s.v2.sidecar-symlink*"))
+	if len(links) != 1 {
+		t.Fatalf("the link is not in the quarantine: %v", links)
+	}
+	if got, err := os.Readlink(links[0]); err != nil || got != target {
+		t.Errorf("quarantined link points to %q (%v), want %q", got, err, target)
+	}
+}

@@ -150,7 +150,11 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 	fmt.Fprintf(w, "%s; %d entries, %s of frames built\n", strings.Join(parts, ", "), t.Entries, size(t.Bytes))
 	hint := treeHint(rep.Trees)
 	if t.NeedsRepair > 0 {
-		fmt.Fprintf(w, "repair with: pisess fsck --repair%s\n", hint)
+		var roots []string
+		for _, tr := range rep.Trees {
+			roots = append(roots, shellQuote(tr))
+		}
+		fmt.Fprintf(w, "repair with: pisess fsck --repair %s\n", strings.Join(roots, " "))
 	}
 	if t.Migrated+t.Refreshed > 0 && !rep.DryRun {
 		fmt.Fprintf(w, "undo this run with: pisess rollback%s %s\n", hint, rep.CorrelationID)

@@ -226,10 +226,12 @@ func (r Record) Paths() []string {
 	return out
 }
 
-// SymlinkOnTheWay returns the first symlink met beneath tree on the way to
-// (or at) one of rec's paths. A record whose path leads through a symlink
-// is not acted on: pisess never follows one inside a tree, and a symlink
-// where pisess recorded a file or directory was planted after the record.
+// SymlinkOnTheWay returns the first directory beneath tree on the way to
+// one of rec's paths that is a symlink. A record whose path leads through
+// a symlink is not acted on: pisess never follows one inside a tree, and
+// a symlinked directory where pisess recorded a path was planted after the
+// record. (A symlink at the path itself is the object, not the way: the
+// command that meets it refuses it, and fsck reports it as such.)
 func SymlinkOnTheWay(tree string, rec Record) (link string, found bool) {
 	for _, p := range rec.Paths() {
 		rel, err := filepath.Rel(tree, p)
@@ -237,7 +239,8 @@ func SymlinkOnTheWay(tree string, rec Record) (link string, found bool) {
 			continue
 		}
 		cur := tree
-		for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		parts := strings.Split(rel, string(filepath.Separator))
+		for _, part := range parts[:len(parts)-1] {
 			cur = filepath.Join(cur, part)
 			st, err := durable.Lstat(cur)
 			if err != nil {

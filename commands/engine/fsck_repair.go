@@ -527,6 +527,25 @@ func (tr *treeRun) fixOwner(s discover.Session, root string) error {
 // no sidecar can be built from it: the broken one is quarantined instead,
 // and pi keeps using the JSONL, as it would anyway.
 func (tr *treeRun) rebuildSidecar(ctx context.Context, s discover.Session, reason string, fs []FsckFinding, fail func(FsckFinding, error)) {
+	if fi, err := os.Lstat(s.Sidecar); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		// pi refuses a symlinked sidecar and no cutover replaces one: the
+		// link itself (never its target) goes to the quarantine first.
+		target, _ := os.Readlink(s.Sidecar)
+		lock, lerr := tr.opt.Ops.LockFile(ctx, s.Lock, tr.opt.LockTimeout)
+		if lerr == nil {
+			_, lerr = tr.q.move(s.Path, s.Sidecar, "sidecar-symlink",
+				fmt.Sprintf("the sidecar was a symlink to %s, which pi refuses: the link itself is kept here, its target is untouched", target))
+			_ = lock.Unlock()
+		}
+		if lerr != nil {
+			for _, f := range fs {
+				if f.Action == ActionRebuild || f.Action == ActionRefresh {
+					fail(f, fmt.Errorf("quarantine the symlinked sidecar: %w", lerr))
+				}
+			}
+			return
+		}
+	}
 	err := tr.rebuild(ctx, s, reason)
 	if err == nil {
 		return

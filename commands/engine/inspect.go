@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"os"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -67,6 +68,17 @@ func (r InspectReport) ManifestDocument() []byte {
 // the report.
 func Inspect(ctx context.Context, dir string) (InspectReport, error) {
 	log := zerolog.Ctx(ctx)
+	// A damaged store is reported (exit 4); a directory with none of a
+	// store's parts is not a store at all (an operational error, 8).
+	any := false
+	for _, part := range []string{"manifest.json", "segments", "index"} {
+		if _, err := os.Lstat(filepath.Join(dir, part)); err == nil {
+			any = true
+		}
+	}
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && !any {
+		return InspectReport{}, fmt.Errorf("inspect %s: not a V2 store (it has no manifest.json, segments/ or index/)", dir)
+	}
 	st, err := store.Open(dir, store.ReadOptions{})
 	if err != nil {
 		return InspectReport{}, fmt.Errorf("inspect %s: %w", dir, err)
