@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"os"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/rs/zerolog"
