@@ -31,6 +31,9 @@ var commandList = []func(*run) *cli.Command{
 	verifyCommand,
 	inspectCommand,
 	buildCommand,
+	versionCommand,
+	completionCommand,
+	manCommand,
 }
 
 // Environment variables pisess reads.
@@ -155,7 +158,9 @@ func (r *run) app() *cli.App {
 		Usage:       "migrate, verify, repair and roll back pi session stores (Session Store V2)",
 		UsageText:   "pisess [global options] command [command options] [arguments...]",
 		Description: appDescription,
-		HideVersion: true,
+		Version:              Version(),
+		EnableBashCompletion: true,
+		Suggest:              true,
 		// A path may hold a comma: repeat a flag to give several.
 		DisableSliceFlagSeparator: true,
 		Writer:                    r.stdout,
@@ -178,7 +183,11 @@ func (r *run) app() *cli.App {
 		Before: r.before,
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return engine.Usagef("unknown command %q (see pisess --help)", c.Args().First())
+				name := c.Args().First()
+				if s := suggest(c.App, name); s != "" {
+					return engine.Usagef("unknown command %q: did you mean %q? (see pisess --help)", name, s)
+				}
+				return engine.Usagef("unknown command %q (see pisess --help)", name)
 			}
 			return engine.Usagef("no command given (see pisess --help)")
 		},
@@ -201,6 +210,7 @@ func (r *run) app() *cli.App {
 		}
 		app.Commands = append(app.Commands, c)
 	}
+	applyConventions(app)
 	return app
 }
 
