@@ -154,10 +154,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func (r *run) app() *cli.App {
 	app := &cli.App{
-		Name:        "pisess",
-		Usage:       "migrate, verify, repair and roll back pi session stores (Session Store V2)",
-		UsageText:   "pisess [global options] command [command options] [arguments...]",
-		Description: appDescription,
+		Name:                 "pisess",
+		Usage:                "migrate, verify, repair and roll back pi session stores (Session Store V2)",
+		UsageText:            "pisess [global options] command [command options] [arguments...]",
+		Description:          appDescription,
 		Version:              Version(),
 		EnableBashCompletion: true,
 		Suggest:              true,

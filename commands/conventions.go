@@ -140,9 +140,7 @@ func completionCommand(r *run) *cli.Command {
 			case "zsh":
 				script = zshCompletion
 			case "fish":
-				if script, err = c.App.ToFishCompletion(); err != nil {
-					return err
-				}
+				script = fishCompletion(c.App)
 			default:
 				return engine.Usagef("completion %q: want bash, zsh or fish", a[0])
 			}
@@ -222,4 +220,46 @@ func init() {
 	// (as in restic); --version keeps its long name only.
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version, VCS revision and Go version"}
 	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintln(c.App.Writer, Version()) }
+}
+
+// fishCompletion writes fish's completions from the command definitions
+// (urfave/cli's own generator recurses forever on its shared help
+// command once an app has run in the same process).
+func fishCompletion(app *cli.App) string {
+	var b strings.Builder
+	b.WriteString("# fish completion for pisess\ncomplete -c pisess -f\n")
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+	flag := func(cond string, f cli.Flag) {
+		fmt.Fprintf(&b, "complete -c pisess -n %s", quote(cond))
+		for _, n := range f.Names() {
+			if len(n) == 1 {
+				fmt.Fprintf(&b, " -s %s", n)
+			} else {
+				fmt.Fprintf(&b, " -l %s", n)
+			}
+		}
+		if df, ok := f.(cli.DocGenerationFlag); ok {
+			if df.TakesValue() {
+				b.WriteString(" -r")
+			}
+			fmt.Fprintf(&b, " -d %s", quote(df.GetUsage()))
+		}
+		b.WriteString("\n")
+	}
+	for _, f := range app.Flags {
+		flag("true", f)
+	}
+	for _, c := range app.Commands {
+		if c.Hidden {
+			continue
+		}
+		fmt.Fprintf(&b, "complete -c pisess -n '__fish_use_subcommand' -a %s -d %s\n", c.Name, quote(c.Usage))
+		for _, f := range c.Flags {
+			flag("__fish_seen_subcommand_from "+c.Name, f)
+		}
+		if c.ArgsUsage != "" {
+			fmt.Fprintf(&b, "complete -c pisess -n '__fish_seen_subcommand_from %s' -F\n", c.Name)
+		}
+	}
+	return b.String()
 }
