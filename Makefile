@@ -11,7 +11,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 20s
 PI_DIR      := scripts/pi
 
-.PHONY: build test lint check bench demo fuzz crash npm-deps
+.PHONY: build test lint check bench demo fuzz crash npm-deps man
 
 build:
 	$(GO) build -o $(BIN) .
@@ -41,6 +41,10 @@ check: lint npm-deps
 
 bench:
 	scripts/bench
+
+# The man page, generated from the command definitions (pisess man).
+man: build
+	$(BIN) man > bin/pisess.1
 
 demo: build
 	scripts/demo
