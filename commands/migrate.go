@@ -44,6 +44,7 @@ and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 			&cli.BoolFlag{Name: "force", Usage: "rebuild fresh sidecars too, and corrupt or partial ones from the source"},
 			&cli.Int64Flag{Name: "max-segment-bytes", Value: 64 << 20, Usage: "segment rollover size, at most 64 MiB (the most pi reads)"},
 			&cli.DurationFlag{Name: "lock-timeout", Value: engine.DefaultLockTimeout, Usage: "how long to wait for a session lock before reporting the session busy"},
+			lockWaitFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			clock, err := ClockFromEnv()
@@ -59,6 +60,7 @@ and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 				Force:           c.Bool("force"),
 				MaxSegmentBytes: c.Int64("max-segment-bytes"),
 				LockTimeout:     c.Duration("lock-timeout"),
+				LockWait:        c.Duration("lock-wait"),
 				Clock:           clock,
 				OnPlan: func(_ int, bytes int64) {
 					bar = NewBytesProgress(r.stderr, bytes, "migrating")
@@ -113,6 +115,6 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport) {
 	}
 	fmt.Fprintf(w, "%s; %d entries, %d bytes of frames built\n", strings.Join(parts, ", "), t.Entries, t.Bytes)
 	if t.Migrated+t.Refreshed > 0 && !rep.DryRun {
-		fmt.Fprintf(w, "undo this run with: pisess rollback %s\n", rep.CorrelationID)
+		fmt.Fprintf(w, "undo this run with: %s\n", engine.RollbackHint(rep.CorrelationID, rep.Trees))
 	}
 }

@@ -113,7 +113,7 @@ func renderUpgrade(w io.Writer, rep engine.UpgradeReport) {
 	}
 	fmt.Fprintln(w, strings.Join(parts, ", "))
 	if t.Upgraded > 0 {
-		fmt.Fprintf(w, "undo this run with: pisess rollback %s\n", rep.CorrelationID)
+		fmt.Fprintf(w, "undo this run with: %s\n", engine.RollbackHint(rep.CorrelationID, rep.Trees))
 	}
 }
 

@@ -41,7 +41,7 @@ func TestUpgradeCommand(t *testing.T) {
 
 	r = pisess(t, "upgrade", "--correlation-id", "cli-upgrade-01", tree)
 	if r.code != ExitClean || !strings.Contains(r.stderr, "upgraded "+v1) ||
-		!strings.Contains(r.stderr, "pisess rollback cli-upgrade-01") {
+		!strings.Contains(r.stderr, "pisess rollback --tree "+tree+" cli-upgrade-01") {
 		t.Fatalf("upgrade: %s", r)
 	}
 	r = pisess(t, "upgrade", "--json", v1)

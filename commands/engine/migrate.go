@@ -127,8 +127,11 @@ type MigrateOptions struct {
 	Force           bool
 	MaxSegmentBytes int64
 	LockTimeout     time.Duration
-	Clock           func() time.Time
-	Ops             durable.Ops
+	// LockWait is how long to wait for a tree lock another run holds
+	// (--lock-wait); 0: exit 32 at once.
+	LockWait time.Duration
+	Clock    func() time.Time
+	Ops      durable.Ops
 	// Progress is called with the source bytes of each session as it ends.
 	Progress func(n int64)
 	// OnPlan is called once the plan is known, with the bytes it will read.
@@ -174,7 +177,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		return rep, err
 	}
 	if !opt.DryRun {
-		locks, err := lockTrees(log, opt.Ops, trees)
+		locks, err := lockTrees(ctx, log, opt.Ops, trees, opt.LockWait)
 		if err != nil {
 			return rep, err
 		}
@@ -228,6 +231,9 @@ func checkMigrateOptions(opt *MigrateOptions) error {
 	} else if !ledger.ValidCorrelationID(opt.CorrelationID) {
 		return Usagef("--correlation-id %q: want 8 to 128 characters of A-Z a-z 0-9 . _ : -", opt.CorrelationID)
 	}
+	if opt.LockWait < 0 {
+		return Usagef("--lock-wait %s: want a positive duration such as 5m", opt.LockWait)
+	}
 	if opt.LockTimeout < 0 {
 		return Usagef("--lock-timeout %s: want a positive duration", opt.LockTimeout)
 	}
@@ -265,13 +271,13 @@ func walkRoots(paths []string) ([]discover.Tree, error) {
 // another run holds (exit 32, naming the holder). It takes each lock the
 // way every changing run does (lockTreeForRepair); a lock left by a run
 // that died is taken over, and logged.
-func lockTrees(log zerolog.Logger, ops durable.Ops, trees []discover.Tree) ([]*durable.Lock, error) {
+func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees []discover.Tree, wait time.Duration) ([]*durable.Lock, error) {
 	var locks []*durable.Lock
 	for _, t := range trees {
 		if t.SymlinkAncestor != "" {
 			continue // nothing will be written there
 		}
-		l, stale, err := lockTreeForRepair(ops, t.Root)
+		l, stale, err := lockTreeWait(ctx, ops, t.Root, wait)
 		if err != nil {
 			unlockAll(locks)
 			return nil, fmt.Errorf("lock tree %s: %w", t.Root, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -105,10 +104,8 @@ func Rollback(ctx context.Context, opt RollbackOptions) (RollbackReport, error) 
 		if abs, err := filepath.Abs(root); err == nil {
 			root = abs
 		}
-		tree := discover.TreeOfFile(root)
-		if fi, err := os.Lstat(root); err == nil && fi.IsDir() {
-			tree = root
-		}
+		// Any path inside a tree names that tree's one journal (issue 12).
+		tree := discover.TreeRoot(root)
 		if !opt.DryRun {
 			l, _, err := opt.Ops.TryLockTree(TreeLockPath(tree))
 			if err != nil {
