@@ -2,14 +2,18 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"pisess/ledger"
+	"pisess/readers"
 	"pisess/readers/discover"
 	"pisess/writers/durable"
 	"pisess/writers/wire"
@@ -185,6 +189,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	}
 	journals := map[string]*ledger.Journal{}
 	var jobs []job
+	var caches []*refusalCache
 	var planned int64
 	for _, t := range trees {
 		rep.Trees = append(rep.Trees, t.Root)
@@ -198,10 +203,16 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			}
 			journals[t.Root] = j
 		}
+		var cache *refusalCache
+		if t.SymlinkAncestor == "" {
+			cache = loadRefusalCache(t.Root)
+			caches = append(caches, cache)
+		}
 		for _, s := range t.Sessions {
-			p := planSession(s, opt.Force)
-			jobs = append(jobs, job{session: s, plan: p, journal: j})
-			if p.action == PlanMigrate || p.action == PlanRefresh {
+			jb := planWithCache(s, opt.Force, cache)
+			jb.journal = j
+			jobs = append(jobs, jb)
+			if jb.plan.action == PlanMigrate || jb.plan.action == PlanRefresh {
 				planned += s.Size
 			}
 		}
@@ -213,6 +224,21 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: log}
 	rep.Sessions = runJobs(ctx, env, jobs, opt.Jobs, opt.CorrelationID, opt.Progress)
 	rep.Totals = totals(rep.Sessions)
+	if !opt.DryRun {
+		for i, jb := range jobs {
+			if jb.cache != nil {
+				jb.cache.record(jb, rep.Sessions[i])
+			}
+		}
+		for _, c := range caches {
+			c.prune()
+			if err := c.save(opt.Ops); err != nil {
+				// Only work saved is lost: the next run reads the refused
+				// sessions again.
+				log.Warn().Err(err).Str("tree", c.tree).Msg("refusal cache not saved")
+			}
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return rep, fmt.Errorf("migrate interrupted: %w", err)
 	}
@@ -300,6 +326,57 @@ type job struct {
 	session discover.Session
 	plan    plan
 	journal *ledger.Journal
+	// cache is the tree's refusal cache; identity the session file's
+	// identity taken before anything read it (valid when hasIdentity).
+	cache       *refusalCache
+	identity    fileIdentity
+	hasIdentity bool
+	fromCache   bool
+}
+
+// planWithCache plans session s, first asking the tree's refusal cache: a
+// session refused before and unchanged since is refused again without
+// being read, locked or journaled (issue 12, item 4).
+func planWithCache(s discover.Session, force bool, cache *refusalCache) job {
+	jb := job{session: s, cache: cache}
+	if cache != nil && s.Refusal == nil {
+		jb.identity, jb.hasIdentity = identityOf(s.Path)
+		if jb.hasIdentity {
+			if e, ok := cache.lookup(s.Rel, jb.identity); ok {
+				jb.fromCache = true
+				jb.plan = plan{action: PlanRefuse, reason: e.Reason,
+					refusal: &readers.RefusedError{Path: s.Path, Line: e.Line, Class: e.Class, Reason: e.Reason},
+					notes:   []string{"refused before and unchanged since (" + RefusalCacheName + "): not read again until pi writes it"}}
+				return jb
+			}
+		}
+	}
+	jb.plan = planSession(s, force)
+	return jb
+}
+
+// record updates the cache with a session's outcome: a refusal found by
+// reading the session is remembered with the identity taken before the
+// read (a write during the read changes it, so the session is read again);
+// a session installed is forgotten.
+func (c *refusalCache) record(jb job, res SessionResult) {
+	switch {
+	case jb.fromCache || !jb.hasIdentity || jb.session.Rel == "":
+	case res.Outcome == OutcomeRefused && jb.plan.action != PlanRefuse && res.Error != nil:
+		c.remember(jb.session.Rel, jb.identity, &readers.RefusedError{Path: jb.session.Path,
+			Line: res.Error.Line, Class: readers.Class(res.Error.Class), Reason: res.Reason})
+	case res.Outcome == OutcomeDone || res.Outcome == OutcomeSkipped:
+		c.forget(jb.session.Rel)
+	}
+}
+
+// prune forgets sessions whose file is gone.
+func (c *refusalCache) prune() {
+	for rel := range c.entries {
+		if _, err := os.Lstat(filepath.Join(c.tree, rel)); errors.Is(err, fs.ErrNotExist) {
+			c.forget(rel)
+		}
+	}
 }
 
 // runJobs runs the per-session pipeline on up to n sessions at once and
