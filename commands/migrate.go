@@ -45,6 +45,7 @@ and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 			&cli.Int64Flag{Name: "max-segment-bytes", Value: 64 << 20, Usage: "segment rollover size, at most 64 MiB (the most pi reads)"},
 			&cli.DurationFlag{Name: "lock-timeout", Value: engine.DefaultLockTimeout, Usage: "how long to wait for a session lock before reporting the session busy"},
 			lockWaitFlag(),
+			&cli.BoolFlag{Name: "keep-displaced", Usage: "keep every sidecar a refresh replaces in the quarantine, even one reproducible from the source"},
 		},
 		Action: func(c *cli.Context) error {
 			clock, err := ClockFromEnv()
@@ -61,6 +62,7 @@ and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 				MaxSegmentBytes: c.Int64("max-segment-bytes"),
 				LockTimeout:     c.Duration("lock-timeout"),
 				LockWait:        c.Duration("lock-wait"),
+				KeepDisplaced:   c.Bool("keep-displaced"),
 				Clock:           clock,
 				OnPlan: func(_ int, bytes int64) {
 					bar = NewBytesProgress(r.stderr, bytes, "migrating")

@@ -131,6 +131,9 @@ type MigrateOptions struct {
 	Force           bool
 	MaxSegmentBytes int64
 	LockTimeout     time.Duration
+	// KeepDisplaced keeps every sidecar a refresh displaces in the
+	// quarantine, reproducible ones included (--keep-displaced).
+	KeepDisplaced bool
 	// LockWait is how long to wait for a tree lock another run holds
 	// (--lock-wait); 0: exit 32 at once.
 	LockWait time.Duration
@@ -225,9 +228,30 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	rep.Sessions = runJobs(ctx, env, jobs, opt.Jobs, opt.CorrelationID, opt.Progress)
 	rep.Totals = totals(rep.Sessions)
 	if !opt.DryRun {
+		known := map[*ledger.Journal]map[string]bool{}
 		for i, jb := range jobs {
 			if jb.cache != nil {
 				jb.cache.record(jb, rep.Sessions[i])
+			}
+			if opt.KeepDisplaced || rep.Sessions[i].Displaced == "" || jb.journal == nil {
+				continue
+			}
+			if known[jb.journal] == nil {
+				known[jb.journal] = map[string]bool{}
+				if ids, err := jb.journal.CorrelationIDs(); err == nil {
+					for _, id := range ids {
+						known[jb.journal][id] = true
+					}
+				}
+			}
+			note, err := discardReproducible(opt.Ops, jb.journal, known[jb.journal], jb, rep.Sessions[i], opt.CorrelationID, wire.FormatTimestamp(env.now()))
+			if err != nil {
+				log.Warn().Err(err).Str("session", jb.session.Path).Msg("displaced sidecar kept")
+				continue
+			}
+			if note != "" {
+				rep.Sessions[i].Displaced = ""
+				rep.Sessions[i].Notes = append(rep.Sessions[i].Notes, note)
 			}
 		}
 		for _, c := range caches {
