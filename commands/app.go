@@ -26,6 +26,8 @@ var commandList = []func(*run) *cli.Command{
 	upgradeCommand,
 	fsckCommand,
 	statusCommand,
+	runsCommand,
+	pruneCommand,
 	verifyCommand,
 	inspectCommand,
 	buildCommand,
