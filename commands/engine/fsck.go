@@ -179,7 +179,14 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 		return out, fmt.Errorf("fsck %s: %w", t.Root, err)
 	}
 	defer lock.Unlock()
+	return r.treeLocked(ctx, t, stale)
+}
 
+// treeLocked checks (and repairs) tree t, whose lock the caller holds;
+// stale is the holder text of a dead run whose lock was taken over. The
+// self-healing of migrate calls it too, under migrate's lock.
+func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string) (FsckTree, error) {
+	out := FsckTree{Root: t.Root, Findings: []FsckFinding{}, Sessions: []FsckSession{}}
 	j, err := ledger.OpenJournalWith(r.opt.Ops, t.Root)
 	if err != nil {
 		return out, fmt.Errorf("fsck %s: %w", t.Root, err)

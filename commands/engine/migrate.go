@@ -108,6 +108,9 @@ type MigrateReport struct {
 	Totals        MigrateTotals   `json:"totals"`
 	// Skipped are entries discovery did not take as sessions.
 	Skipped []discover.Skipped `json:"skippedEntries,omitempty"`
+	// Healed is what the run repaired of an interrupted run's leftovers
+	// before planning, one per tree that had any.
+	Healed []HealReport `json:"healed,omitempty"`
 }
 
 // Tally implements Report: refused, failed, busy and needs-repair sessions
@@ -184,11 +187,30 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		return rep, err
 	}
 	if !opt.DryRun {
-		locks, err := lockTrees(ctx, log, opt.Ops, trees, opt.LockWait)
+		locks, stale, err := lockTrees(ctx, log, opt.Ops, trees, opt.LockWait)
 		if err != nil {
 			return rep, err
 		}
 		defer unlockAll(locks)
+		// Self-healing (issue 12, item 9): what an interrupted run left
+		// is finished or undone before planning, so that the next cron
+		// run converges with no operator.
+		healed := false
+		for _, t := range trees {
+			h, err := heal(ctx, log, opt, t, stale[t.Root])
+			if h != nil {
+				rep.Healed = append(rep.Healed, *h)
+				healed = true
+			}
+			if err != nil {
+				return rep, fmt.Errorf("repair the leftovers of an interrupted run in %s: %w", t.Root, err)
+			}
+		}
+		if healed {
+			if trees, err = walkRoots(opt.Paths); err != nil {
+				return rep, err
+			}
+		}
 	}
 	journals := map[string]*ledger.Journal{}
 	var jobs []job
@@ -321,8 +343,9 @@ func walkRoots(paths []string) ([]discover.Tree, error) {
 // another run holds (exit 32, naming the holder). It takes each lock the
 // way every changing run does (lockTreeForRepair); a lock left by a run
 // that died is taken over, and logged.
-func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees []discover.Tree, wait time.Duration) ([]*durable.Lock, error) {
+func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees []discover.Tree, wait time.Duration) ([]*durable.Lock, map[string]string, error) {
 	var locks []*durable.Lock
+	staleOf := map[string]string{}
 	for _, t := range trees {
 		if t.SymlinkAncestor != "" {
 			continue // nothing will be written there
@@ -330,14 +353,15 @@ func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees [
 		l, stale, err := lockTreeWait(ctx, ops, t.Root, wait)
 		if err != nil {
 			unlockAll(locks)
-			return nil, fmt.Errorf("lock tree %s: %w", t.Root, err)
+			return nil, nil, fmt.Errorf("lock tree %s: %w", t.Root, err)
 		}
 		if stale != "" {
 			log.Warn().Str("tree", t.Root).Str("holder", stale).Msg("took over the tree lock of a run that died holding it")
+			staleOf[t.Root] = stale
 		}
 		locks = append(locks, l)
 	}
-	return locks, nil
+	return locks, staleOf, nil
 }
 
 func unlockAll(locks []*durable.Lock) {
