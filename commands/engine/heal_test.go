@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,6 +98,20 @@ func TestMigrateHealsAfterDeadRun(t *testing.T) {
 		if st, err := verify.Status(p); err != nil || st.Class != verify.ClassMigrated {
 			t.Errorf("%s: %+v %v", p, st, err)
 		}
+	}
+	// runs lists the heal as a repair run of its own.
+	rr, err := Runs(context.Background(), RunsOptions{Paths: []string{root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range rr.Trees[0].Runs {
+		if r.CorrelationID == rep.Healed[0].CorrelationID {
+			found = r.Command == "fsck --repair" && r.Repairs > 0
+		}
+	}
+	if !found {
+		t.Errorf("runs does not list the heal as an fsck --repair run: %+v", rr.Trees[0].Runs)
 	}
 	// The next run has nothing to do.
 	again := migRun(t, migOptions(root))

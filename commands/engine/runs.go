@@ -131,10 +131,12 @@ func journalRuns(root string) ([]RunInfo, int, error) {
 		switch {
 		case a.info.Upgraded > 0:
 			a.info.Command = "upgrade"
+		case a.info.Repairs > 0:
+			// fsck --repair (or migrate's self-healing) also rebuilds
+			// through the migrate pipeline; only repairs write these.
+			a.info.Command = "fsck --repair"
 		case a.planned:
 			a.info.Command = "migrate"
-		case a.info.Repairs > 0:
-			a.info.Command = "fsck --repair"
 		}
 		if !a.start.IsZero() {
 			a.info.Start = wire.FormatTimestamp(a.start)
