@@ -493,3 +493,22 @@ func TestWalkFileRootBelowASymlinkInsideItsTree(t *testing.T) {
 		t.Fatalf("refusal %+v", r)
 	}
 }
+
+// TestWalkSubdirBelowASymlinkInsideItsTree: a directory given below a
+// symlinked directory of its tree belongs to the tree, and its sessions are
+// refused for the symlinked ancestor (pi opens no path through a symlink).
+func TestWalkSubdirBelowASymlinkInsideItsTree(t *testing.T) {
+	root := t.TempDir()
+	mkdir(t, filepath.Join(root, PisessDir))
+	real := filepath.Join(root, "real")
+	write(t, filepath.Join(real, "sub", "a.jsonl"), header)
+	symlink(t, real, filepath.Join(root, "link"))
+	tree := walkOne(t, filepath.Join(root, "link", "sub"))
+	if tree.Root != root || tree.SymlinkAncestor != "" || len(tree.Sessions) != 1 {
+		t.Fatalf("tree %+v", tree)
+	}
+	r := tree.Sessions[0].Refusal
+	if r == nil || r.Class != ClassSymlinkAncestor || !strings.Contains(r.Reason, filepath.Join(root, "link")) {
+		t.Fatalf("refusal %+v", r)
+	}
+}
