@@ -28,6 +28,8 @@ var commandList = []func(*run) *cli.Command{
 	upgradeCommand,
 	fsckCommand,
 	statusCommand,
+	runsCommand,
+	pruneCommand,
 	verifyCommand,
 	inspectCommand,
 	buildCommand,

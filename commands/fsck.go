@@ -44,6 +44,7 @@ pisess migrate or fsck --repair refreshes it.`,
 			jsonFlag(),
 			&cli.BoolFlag{Name: "repair", Usage: "repair what can be repaired without losing data, then check again"},
 			&cli.IntFlag{Name: "jobs", Value: 0, Usage: "sessions checked in parallel (0: number of CPUs)"},
+			lockWaitFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			clock, err := ClockFromEnv()
@@ -59,6 +60,8 @@ pisess migrate or fsck --repair refreshes it.`,
 				Repair: c.Bool("repair"),
 				Jobs:   c.Int("jobs"),
 				Clock:  clock,
+				// LockWait: --lock-wait (issue 12).
+				LockWait: c.Duration("lock-wait"),
 				Progress: func(done, total int) {
 					if done == 1 {
 						bar = NewProgress(r.stderr, total, "checking")
@@ -132,11 +135,11 @@ func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 	}
 	fmt.Fprintf(w, "; %d problem(s), %d repaired, %d left; %d notice(s)\n", t.Problems, t.Repaired, t.Left, t.Notices)
 	if !rep.Repair && t.Left > 0 {
-		var roots []string
-		for _, tr := range rep.Trees {
-			roots = append(roots, shellQuote(tr.Root))
+		roots := make([]string, 0, len(rep.Trees))
+		for _, t := range rep.Trees {
+			roots = append(roots, t.Root)
 		}
-		fmt.Fprintf(w, "run pisess fsck --repair %s to repair what can be repaired\n", strings.Join(roots, " "))
+		fmt.Fprintf(w, "run %s to repair what can be repaired\n", engine.RepairHint(roots))
 	}
 }
 

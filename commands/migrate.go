@@ -3,14 +3,12 @@ package commands
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
 	"pisess/commands/engine"
-	"pisess/readers/discover"
 )
 
 func migrateCommand(r *run) *cli.Command {
@@ -48,6 +46,8 @@ and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 			&cli.BoolFlag{Name: "strict", Usage: "count sessions the reference refuses as problems (exit 4); by default they are notices"},
 			&cli.Int64Flag{Name: "max-segment-bytes", Value: 64 << 20, Usage: "segment rollover size, at most 64 MiB (the most pi reads)"},
 			&cli.DurationFlag{Name: "lock-timeout", Value: engine.DefaultLockTimeout, Usage: "how long to wait for a session lock before reporting the session busy"},
+			lockWaitFlag(),
+			&cli.BoolFlag{Name: "keep-displaced", Usage: "keep every sidecar a refresh replaces in the quarantine, even one reproducible from the source"},
 		},
 		Action: func(c *cli.Context) error {
 			clock, err := ClockFromEnv()
@@ -64,6 +64,8 @@ and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 				Strict:          c.Bool("strict"),
 				MaxSegmentBytes: c.Int64("max-segment-bytes"),
 				LockTimeout:     c.Duration("lock-timeout"),
+				LockWait:        c.Duration("lock-wait"),
+				KeepDisplaced:   c.Bool("keep-displaced"),
 				Clock:           clock,
 				OnPlan: func(_ int, bytes int64) {
 					bar = NewBytesProgress(r.stderr, bytes, "migrating")
@@ -148,44 +150,10 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 		parts = append(parts, "refused sessions count as problems (--strict)")
 	}
 	fmt.Fprintf(w, "%s; %d entries, %s of frames built\n", strings.Join(parts, ", "), t.Entries, size(t.Bytes))
-	hint := treeHint(rep.Trees)
 	if t.NeedsRepair > 0 {
-		var roots []string
-		for _, tr := range rep.Trees {
-			roots = append(roots, shellQuote(tr))
-		}
-		fmt.Fprintf(w, "repair with: pisess fsck --repair %s\n", strings.Join(roots, " "))
+		fmt.Fprintf(w, "repair with: %s\n", engine.RepairHint(rep.Trees))
 	}
 	if t.Migrated+t.Refreshed > 0 && !rep.DryRun {
-		fmt.Fprintf(w, "undo this run with: pisess rollback%s %s\n", hint, rep.CorrelationID)
+		fmt.Fprintf(w, "undo this run with: %s\n", engine.RollbackHint(rep.CorrelationID, rep.Trees))
 	}
-}
-
-// treeHint is the --tree part of a printed command line: needed unless
-// the run's only tree is the default one.
-func treeHint(trees []string) string {
-	if len(trees) != 1 {
-		var b strings.Builder
-		for _, t := range trees {
-			b.WriteString(" --tree " + shellQuote(t))
-		}
-		return b.String()
-	}
-	if def, err := discover.DefaultRoots(); err == nil && len(def) == 1 {
-		if abs, err := filepath.Abs(def[0]); err == nil && abs == trees[0] {
-			return ""
-		}
-	}
-	return " --tree " + shellQuote(trees[0])
-}
-
-// shellQuote quotes s for a shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '+' || r == '@' ||
-			r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -101,6 +101,9 @@ func TestMigrateRealPi(t *testing.T) {
 	untouchedBefore := fixtures.TreeDigest(t, discover.SidecarPath(untouched))
 
 	opt.CorrelationID = "refresh-after-pi-wrote"
+	// This test checks the displaced stores byte for byte and their
+	// restore: keep them (by default a reproducible one is not kept).
+	opt.KeepDisplaced = true
 	rep, err = engine.Migrate(ctx, opt)
 	if err != nil {
 		t.Fatal(err)

@@ -118,7 +118,7 @@ func (r *run) canceled(err error) error {
 		case engine.UpgradeReport:
 			trees = rep.Trees
 		}
-		hint = fmt.Sprintf("; what it finished is journaled: run it again to finish, or undo it with `pisess rollback%s %s`", treeHint(trees), r.cid)
+		hint = fmt.Sprintf("; what it finished is journaled: run it again to finish, or undo it with `%s`", engine.RollbackHint(r.cid, trees))
 	}
 	return &canceledError{err: err, msg: fmt.Sprintf("run %s (%s) was interrupted%s: %v", r.cid, r.command, hint, err)}
 }

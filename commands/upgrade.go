@@ -121,7 +121,7 @@ func renderUpgrade(w io.Writer, rep engine.UpgradeReport, v view) {
 	}
 	fmt.Fprintln(w, strings.Join(parts, ", "))
 	if t.Upgraded > 0 {
-		fmt.Fprintf(w, "undo this run with: pisess rollback%s %s\n", treeHint(rep.Trees), rep.CorrelationID)
+		fmt.Fprintf(w, "undo this run with: %s\n", engine.RollbackHint(rep.CorrelationID, rep.Trees))
 	}
 }
 

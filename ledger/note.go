@@ -27,12 +27,18 @@ const (
 	NoteRepair NoteKind = "repair"
 	// NoteRestored: a rollback or repair put QuarantinePath back at Path.
 	NoteRestored NoteKind = "restored"
+	// NoteDiscarded: a refresh did not keep the sidecar it displaced
+	// (QuarantinePath, now removed): pisess built it and the session file
+	// still holds the exact bytes it was built from, so it is reproducible.
+	// A rollback of the run then leaves no sidecar: pi reads the session
+	// file, as with a stale sidecar, until the next migrate.
+	NoteDiscarded NoteKind = "discarded"
 )
 
 // Valid reports whether k is one of the note kinds.
 func (k NoteKind) Valid() bool {
 	switch k {
-	case NoteDisplaced, NoteInstalled, NoteUpgraded, NoteQuarantined, NoteRepair, NoteRestored:
+	case NoteDisplaced, NoteInstalled, NoteUpgraded, NoteQuarantined, NoteRepair, NoteRestored, NoteDiscarded:
 		return true
 	}
 	return false

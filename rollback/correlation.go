@@ -147,6 +147,8 @@ type sessionRun struct {
 	completed bool         // a completed/ok event: the cutover committed
 	installed *ledger.Note // the installed note (staging identity)
 	displaced *ledger.Note
+	// discarded: the run did not keep the displaced sidecar (issue 12).
+	discarded *ledger.Note
 	upgraded  *ledger.Note
 	// undone is the restored note an upgrade writes when it found the
 	// file changed by another writer and put that version back: the
@@ -254,6 +256,10 @@ func collectSessions(tree string, recs []ledger.Record) []*sessionRun {
 				}
 			case ledger.NoteDisplaced:
 				get(n.Session).displaced = n
+			case ledger.NoteDiscarded:
+				if s := byPath[filepath.Clean(n.Session)]; s != nil {
+					s.discarded = n
+				}
 			case ledger.NoteUpgraded:
 				get(n.Session).upgraded = n
 			case ledger.NoteQuarantined, ledger.NoteRestored:
@@ -821,6 +827,13 @@ func (j *sessionJob) displacedBack() error {
 	}
 	if from == "" {
 		if j.displaced == nil {
+			return nil
+		}
+		if j.discarded != nil && (ks == kindMissing || j.dry) {
+			// Reproducible from the source, so not kept (issue 12): with
+			// no sidecar pi reads the session file, exactly as it did
+			// with the stale one; the next migrate builds it again.
+			j.note("the sidecar the run displaced was not kept (reproducible from the source): pi reads the session file until the next migrate")
 			return nil
 		}
 		if ks == kindMissing && !j.dry {

@@ -34,6 +34,9 @@ type FsckOptions struct {
 	// LockTimeout bounds the wait for a session or store mutation lock; 0
 	// means DefaultLockTimeout.
 	LockTimeout time.Duration
+	// LockWait is how long --repair waits for a tree lock another run
+	// holds (--lock-wait); 0: exit 32 at once.
+	LockWait time.Duration
 	// Clock stamps journal notes; nil means the wall clock.
 	Clock func() time.Time
 	// Ops performs the file operations of the repairs; the zero value is
@@ -171,7 +174,7 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 		err   error
 	)
 	if r.opt.Repair {
-		lock, stale, err = lockTreeForRepair(r.opt.Ops, t.Root)
+		lock, stale, err = lockTreeWait(ctx, r.opt.Ops, t.Root, r.opt.LockWait)
 	} else {
 		lock, stale, err = lockTreeForCheck(ctx, r.opt.Ops, t.Root)
 	}
@@ -179,7 +182,14 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 		return out, fmt.Errorf("fsck %s: %w", t.Root, err)
 	}
 	defer lock.Unlock()
+	return r.treeLocked(ctx, t, stale)
+}
 
+// treeLocked checks (and repairs) tree t, whose lock the caller holds;
+// stale is the holder text of a dead run whose lock was taken over. The
+// self-healing of migrate calls it too, under migrate's lock.
+func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string) (FsckTree, error) {
+	out := FsckTree{Root: t.Root, Findings: []FsckFinding{}, Sessions: []FsckSession{}}
 	j, err := ledger.OpenJournalWith(r.opt.Ops, t.Root)
 	if err != nil {
 		return out, fmt.Errorf("fsck %s: %w", t.Root, err)

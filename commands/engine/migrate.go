@@ -2,14 +2,18 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"pisess/ledger"
+	"pisess/readers"
 	"pisess/readers/discover"
 	"pisess/writers/durable"
 	"pisess/writers/wire"
@@ -114,6 +118,9 @@ type MigrateReport struct {
 	// Strict: sessions the reference refuses count as problems (exit 4);
 	// without it they are notices (pi keeps reading them as JSONL).
 	Strict bool `json:"strict"`
+	// Healed is what the run repaired of an interrupted run's leftovers
+	// before planning, one per tree that had any.
+	Healed []HealReport `json:"healed,omitempty"`
 }
 
 // Tally implements Report: refused, failed, busy and needs-repair sessions
@@ -138,8 +145,14 @@ type MigrateOptions struct {
 	Strict          bool // refused sessions are problems (exit 4)
 	MaxSegmentBytes int64
 	LockTimeout     time.Duration
-	Clock           func() time.Time
-	Ops             durable.Ops
+	// KeepDisplaced keeps every sidecar a refresh displaces in the
+	// quarantine, reproducible ones included (--keep-displaced).
+	KeepDisplaced bool
+	// LockWait is how long to wait for a tree lock another run holds
+	// (--lock-wait); 0: exit 32 at once.
+	LockWait time.Duration
+	Clock    func() time.Time
+	Ops      durable.Ops
 	// Progress is called with the source bytes of each session as it ends.
 	Progress func(n int64)
 	// OnPlan is called once the plan is known, with the bytes it will read.
@@ -185,14 +198,34 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		return rep, err
 	}
 	if !opt.DryRun {
-		locks, err := lockTrees(log, opt.Ops, trees)
+		locks, stale, err := lockTrees(ctx, log, opt.Ops, trees, opt.LockWait)
 		if err != nil {
 			return rep, err
 		}
 		defer unlockAll(locks)
+		// Self-healing (issue 12, item 9): what an interrupted run left
+		// is finished or undone before planning, so that the next cron
+		// run converges with no operator.
+		healed := false
+		for _, t := range trees {
+			h, err := heal(ctx, log, opt, t, stale[t.Root])
+			if h != nil {
+				rep.Healed = append(rep.Healed, *h)
+				healed = true
+			}
+			if err != nil {
+				return rep, fmt.Errorf("repair the leftovers of an interrupted run in %s: %w", t.Root, err)
+			}
+		}
+		if healed {
+			if trees, err = walkRoots(opt.Paths); err != nil {
+				return rep, err
+			}
+		}
 	}
 	journals := map[string]*ledger.Journal{}
 	var jobs []job
+	var caches []*refusalCache
 	var planned int64
 	for _, t := range trees {
 		rep.Trees = append(rep.Trees, t.Root)
@@ -206,10 +239,16 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			}
 			journals[t.Root] = j
 		}
+		var cache *refusalCache
+		if t.SymlinkAncestor == "" {
+			cache = loadRefusalCache(t.Root)
+			caches = append(caches, cache)
+		}
 		for _, s := range t.Sessions {
-			p := planSession(s, opt.Force)
-			jobs = append(jobs, job{session: s, plan: p, journal: j})
-			if p.action == PlanMigrate || p.action == PlanRefresh {
+			jb := planWithCache(s, opt.Force, cache)
+			jb.journal = j
+			jobs = append(jobs, jb)
+			if jb.plan.action == PlanMigrate || jb.plan.action == PlanRefresh {
 				planned += s.Size
 			}
 		}
@@ -221,6 +260,42 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: log}
 	rep.Sessions = runJobs(ctx, env, jobs, opt.Jobs, opt.CorrelationID, opt.Progress)
 	rep.Totals = totals(rep.Sessions)
+	if !opt.DryRun {
+		known := map[*ledger.Journal]map[string]bool{}
+		for i, jb := range jobs {
+			if jb.cache != nil {
+				jb.cache.record(jb, rep.Sessions[i])
+			}
+			if opt.KeepDisplaced || rep.Sessions[i].Displaced == "" || jb.journal == nil {
+				continue
+			}
+			if known[jb.journal] == nil {
+				known[jb.journal] = map[string]bool{}
+				if ids, err := jb.journal.CorrelationIDs(); err == nil {
+					for _, id := range ids {
+						known[jb.journal][id] = true
+					}
+				}
+			}
+			note, err := discardReproducible(opt.Ops, jb.journal, known[jb.journal], jb, rep.Sessions[i], opt.CorrelationID, wire.FormatTimestamp(env.now()))
+			if err != nil {
+				log.Warn().Err(err).Str("session", jb.session.Path).Msg("displaced sidecar kept")
+				continue
+			}
+			if note != "" {
+				rep.Sessions[i].Displaced = ""
+				rep.Sessions[i].Notes = append(rep.Sessions[i].Notes, note)
+			}
+		}
+		for _, c := range caches {
+			c.prune()
+			if err := c.save(opt.Ops); err != nil {
+				// Only work saved is lost: the next run reads the refused
+				// sessions again.
+				log.Warn().Err(err).Str("tree", c.tree).Msg("refusal cache not saved")
+			}
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return rep, fmt.Errorf("migrate interrupted: %w", err)
 	}
@@ -238,6 +313,9 @@ func checkMigrateOptions(opt *MigrateOptions) error {
 		opt.CorrelationID = ledger.NewCorrelationID()
 	} else if !ledger.ValidCorrelationID(opt.CorrelationID) {
 		return Usagef("--correlation-id %q: want 8 to 128 characters of A-Z a-z 0-9 . _ : -", opt.CorrelationID)
+	}
+	if opt.LockWait < 0 {
+		return Usagef("--lock-wait %s: want a positive duration such as 5m", opt.LockWait)
 	}
 	if opt.LockTimeout < 0 {
 		return Usagef("--lock-timeout %s: want a positive duration", opt.LockTimeout)
@@ -276,23 +354,25 @@ func walkRoots(paths []string) ([]discover.Tree, error) {
 // another run holds (exit 32, naming the holder). It takes each lock the
 // way every changing run does (lockTreeForRepair); a lock left by a run
 // that died is taken over, and logged.
-func lockTrees(log zerolog.Logger, ops durable.Ops, trees []discover.Tree) ([]*durable.Lock, error) {
+func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees []discover.Tree, wait time.Duration) ([]*durable.Lock, map[string]string, error) {
 	var locks []*durable.Lock
+	staleOf := map[string]string{}
 	for _, t := range trees {
 		if t.SymlinkAncestor != "" {
 			continue // nothing will be written there
 		}
-		l, stale, err := lockTreeForRepair(ops, t.Root)
+		l, stale, err := lockTreeWait(ctx, ops, t.Root, wait)
 		if err != nil {
 			unlockAll(locks)
-			return nil, fmt.Errorf("lock tree %s: %w", t.Root, err)
+			return nil, nil, fmt.Errorf("lock tree %s: %w", t.Root, err)
 		}
 		if stale != "" {
 			log.Warn().Str("tree", t.Root).Str("holder", stale).Msg("took over the tree lock of a run that died holding it")
+			staleOf[t.Root] = stale
 		}
 		locks = append(locks, l)
 	}
-	return locks, nil
+	return locks, staleOf, nil
 }
 
 func unlockAll(locks []*durable.Lock) {
@@ -305,6 +385,57 @@ type job struct {
 	session discover.Session
 	plan    plan
 	journal *ledger.Journal
+	// cache is the tree's refusal cache; identity the session file's
+	// identity taken before anything read it (valid when hasIdentity).
+	cache       *refusalCache
+	identity    fileIdentity
+	hasIdentity bool
+	fromCache   bool
+}
+
+// planWithCache plans session s, first asking the tree's refusal cache: a
+// session refused before and unchanged since is refused again without
+// being read, locked or journaled (issue 12, item 4).
+func planWithCache(s discover.Session, force bool, cache *refusalCache) job {
+	jb := job{session: s, cache: cache}
+	if cache != nil && s.Refusal == nil {
+		jb.identity, jb.hasIdentity = identityOf(s.Path)
+		if jb.hasIdentity {
+			if e, ok := cache.lookup(s.Rel, jb.identity); ok {
+				jb.fromCache = true
+				jb.plan = plan{action: PlanRefuse, reason: e.Reason,
+					refusal: &readers.RefusedError{Path: s.Path, Line: e.Line, Class: e.Class, Reason: e.Reason},
+					notes:   []string{"refused before and unchanged since (" + RefusalCacheName + "): not read again until pi writes it"}}
+				return jb
+			}
+		}
+	}
+	jb.plan = planSession(s, force)
+	return jb
+}
+
+// record updates the cache with a session's outcome: a refusal found by
+// reading the session is remembered with the identity taken before the
+// read (a write during the read changes it, so the session is read again);
+// a session installed is forgotten.
+func (c *refusalCache) record(jb job, res SessionResult) {
+	switch {
+	case jb.fromCache || !jb.hasIdentity || jb.session.Rel == "":
+	case res.Outcome == OutcomeRefused && jb.plan.action != PlanRefuse && res.Error != nil:
+		c.remember(jb.session.Rel, jb.identity, &readers.RefusedError{Path: jb.session.Path,
+			Line: res.Error.Line, Class: readers.Class(res.Error.Class), Reason: res.Reason})
+	case res.Outcome == OutcomeDone || res.Outcome == OutcomeSkipped:
+		c.forget(jb.session.Rel)
+	}
+}
+
+// prune forgets sessions whose file is gone.
+func (c *refusalCache) prune() {
+	for rel := range c.entries {
+		if _, err := os.Lstat(filepath.Join(c.tree, rel)); errors.Is(err, fs.ErrNotExist) {
+			c.forget(rel)
+		}
+	}
 }
 
 // runJobs runs the per-session pipeline on up to n sessions at once and

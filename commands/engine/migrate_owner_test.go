@@ -58,7 +58,9 @@ func TestMigrateOwnership(t *testing.T) {
 			// the refresh displaces both old stores into the quarantine.
 			migAppend(t, a, migEntryLine("f0000001", lastA, "more"))
 			fixtures.MarkDirty(t, discover.SidecarPath(b))
-			again := migRun(t, migOptions(dir))
+			keep := migOptions(dir)
+			keep.KeepDisplaced = true // counted below, as a refresh keeps them with --keep-displaced
+			again := migRun(t, keep)
 			for _, p := range []string{a, b} {
 				s := migResult(t, again, p)
 				if s.Outcome != OutcomeDone || s.Action != PlanRefresh || s.Displaced == "" {

@@ -115,10 +115,8 @@ func Rollback(ctx context.Context, opt RollbackOptions) (RollbackReport, error) 
 		if abs, err := filepath.Abs(root); err == nil {
 			root = abs
 		}
-		tree := discover.TreeOfFile(root)
-		if fi, err := os.Lstat(root); err == nil && fi.IsDir() {
-			tree = root
-		}
+		// Any path inside a tree names that tree's one journal (issue 12).
+		tree := discover.TreeRoot(root)
 		if err := checkPisessDir(tree); err != nil {
 			return rep, err
 		}

@@ -198,15 +198,37 @@ func Walk(roots []string) ([]Tree, error) {
 	}
 
 	w := walker{trees: map[string]*Tree{}, dirRoots: dirRoots, seen: map[string]bool{}}
+	// treeOf maps each directory root to its tree's root: one tree, one
+	// journal, whichever directory inside it a run was given (issue 12).
+	treeOf := map[string]string{}
 	for _, r := range rs {
-		if !dirRoots[r.abs] || w.trees[r.abs] != nil {
+		if dirRoots[r.abs] {
+			treeOf[r.abs] = w.treeRootOf(r.abs, r.info)
+		}
+	}
+	walked := map[string]bool{}
+	for _, r := range rs {
+		if !dirRoots[r.abs] || walked[r.abs] {
 			continue
 		}
-		t, err := w.tree(r.abs)
+		walked[r.abs] = true
+		t, err := w.tree(treeOf[r.abs])
 		if err != nil {
 			return nil, err
 		}
-		if err := w.walkDir(t, r.abs, true); err != nil {
+		ancestor := t.SymlinkAncestor
+		if ancestor == "" && r.abs != t.Root {
+			// The directories between the tree's root and the walked
+			// directory are part of every session's path too.
+			if r.info.Mode()&fs.ModeSymlink != 0 || isSymlink(r.abs) {
+				ancestor = r.abs
+			} else if link, ok, err := durable.OS.HasSymlinkAncestor(r.abs); err != nil {
+				return nil, fmt.Errorf("walk %s: %w", r.abs, err)
+			} else if ok {
+				ancestor = link
+			}
+		}
+		if err := w.walkDir(t, r.abs, true, ancestor); err != nil {
 			return nil, err
 		}
 	}
@@ -214,9 +236,9 @@ func Walk(roots []string) ([]Tree, error) {
 		if dirRoots[r.abs] {
 			continue
 		}
-		treeDir := w.enclosingRoot(r.abs)
+		treeDir := treeOf[w.enclosingRoot(r.abs)]
 		if treeDir == "" {
-			treeDir = TreeOfFile(r.abs)
+			treeDir = TreeRoot(r.abs)
 		}
 		t, err := w.tree(treeDir)
 		if err != nil {
@@ -238,14 +260,36 @@ func Walk(roots []string) ([]Tree, error) {
 	return out, nil
 }
 
-// TreeOfFile returns the tree of a session file given alone: the nearest
-// directory above it that holds .pisess/, else the parent of its directory
-// when that directory is named like pi's cwd directories ("--…--"), else
-// its directory. path must be absolute and clean.
-func TreeOfFile(path string) string {
-	dir := filepath.Dir(path)
+// TreeOfFile returns the tree of a session file given alone; it is
+// [TreeRoot] (kept for its callers).
+func TreeOfFile(path string) string { return TreeRoot(path) }
+
+// TreeRoot returns the root of the session tree that path (a session file
+// or a directory, absolute and clean) belongs to, the directory whose
+// .pisess/ holds its journal, lock and quarantine: the nearest directory
+// at or above it that holds .pisess/; else the default session tree
+// ([DefaultRoots]) when path is that tree or lies under it; else, for a
+// directory named like pi's cwd directories ("--…--") or a file in one,
+// the directory above that; else the directory itself (the file's
+// directory). So a run on any path inside a tree uses that tree's one
+// journal and one lock, and two runs on overlapping paths exclude each
+// other (issue 12).
+func TreeRoot(path string) string {
+	fi, err := os.Lstat(path)
+	isDir := err == nil && fi.IsDir()
+	dir := path
+	if !isDir {
+		dir = filepath.Dir(path)
+	}
+	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// Never looked into: a symlinked directory given as a root is its
+		// own tree, and every session in it is refused.
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			return path
+		}
+	}
 	for d := dir; ; {
-		if fi, err := os.Lstat(filepath.Join(d, PisessDir)); err == nil && fi.IsDir() {
+		if hasPisessDir(d) {
 			return d
 		}
 		parent := filepath.Dir(d)
@@ -254,10 +298,60 @@ func TreeOfFile(path string) string {
 		}
 		d = parent
 	}
-	if base := filepath.Base(dir); len(base) >= 4 && strings.HasPrefix(base, "--") && strings.HasSuffix(base, "--") {
+	if roots, err := DefaultRoots(); err == nil {
+		for _, r := range roots {
+			if abs, err := filepath.Abs(r); err == nil && (dir == abs || strings.HasPrefix(dir, abs+string(filepath.Separator))) {
+				return abs
+			}
+		}
+	}
+	if isCwdDir(filepath.Base(dir)) {
 		return filepath.Dir(dir)
 	}
 	return dir
+}
+
+// isCwdDir reports whether a directory name has the shape of pi's
+// per-cwd directories, "--<cwd with / as ->--".
+func isCwdDir(base string) bool {
+	return len(base) >= 4 && strings.HasPrefix(base, "--") && strings.HasSuffix(base, "--")
+}
+
+// treeRootOf is the tree root of directory root abs: [TreeRoot], unless
+// that is no tree of its own (no .pisess/ there) and a directory root above
+// abs was given in the same run: then that root's tree, so that one run
+// never splits a tree in two.
+func (w *walker) treeRootOf(abs string, fi fs.FileInfo) string {
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return abs
+	}
+	t := TreeRoot(abs)
+	if hasPisessDir(t) {
+		return t
+	}
+	top := ""
+	for d := filepath.Dir(abs); ; {
+		if w.dirRoots[d] {
+			top = d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	if top == "" {
+		return t
+	}
+	if up := TreeRoot(top); len(up) < len(t) {
+		return up
+	}
+	return t
+}
+
+func hasPisessDir(dir string) bool {
+	fi, err := os.Lstat(filepath.Join(dir, PisessDir))
+	return err == nil && fi.IsDir()
 }
 
 type walker struct {
@@ -300,8 +394,9 @@ func (w *walker) enclosingRoot(path string) string {
 }
 
 // walkDir lists dir (a directory of tree t) and everything below it that
-// is not another root's.
-func (w *walker) walkDir(t *Tree, dir string, isRoot bool) error {
+// is not another root's; ancestor is the symlinked directory above dir
+// ("" when there is none).
+func (w *walker) walkDir(t *Tree, dir string, isRoot bool, ancestor string) error {
 	l, err := listDir(dir)
 	if err != nil {
 		if isRoot {
@@ -317,7 +412,7 @@ func (w *walker) walkDir(t *Tree, dir string, isRoot bool) error {
 	t.Skipped = append(t.Skipped, l.skipped...)
 	for _, st := range l.stems() {
 		for _, cand := range l.candidates[st] {
-			w.addCandidate(t, l, st, cand, t.SymlinkAncestor)
+			w.addCandidate(t, l, st, cand, ancestor)
 		}
 	}
 	t.Leftovers = append(t.Leftovers, l.leftovers()...)
@@ -325,7 +420,7 @@ func (w *walker) walkDir(t *Tree, dir string, isRoot bool) error {
 		if w.dirRoots[sub] {
 			continue // walked as a tree of its own
 		}
-		if err := w.walkDir(t, sub, false); err != nil {
+		if err := w.walkDir(t, sub, false, ancestor); err != nil {
 			return err
 		}
 	}

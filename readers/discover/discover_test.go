@@ -317,15 +317,21 @@ func TestWalkNestedTrees(t *testing.T) {
 	mkdir(t, filepath.Join(root, "other", PisessDir))
 	write(t, filepath.Join(root, "other", "c.jsonl"), header)
 
+	// One tree, one journal (issue 12): a directory root inside another
+	// root of the same run belongs to that root's tree.
 	trees, err := Walk([]string{root, sub})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(trees) != 2 || trees[0].Root != root || trees[1].Root != sub {
+	if len(trees) != 1 || trees[0].Root != root {
 		t.Fatalf("trees %+v", trees)
 	}
-	if len(trees[0].Sessions) != 2 || len(trees[1].Sessions) != 1 || trees[1].Sessions[0].Rel != "b.jsonl" {
-		t.Fatalf("sessions: %+v / %+v", trees[0].Sessions, trees[1].Sessions)
+	rels := map[string]bool{}
+	for _, s := range trees[0].Sessions {
+		rels[s.Rel] = true
+	}
+	if len(trees[0].Sessions) != 3 || !rels["sub/b.jsonl"] || !rels["a.jsonl"] {
+		t.Fatalf("sessions: %+v", trees[0].Sessions)
 	}
 	// A directory below the root with its own .pisess/ is reported; its
 	// sessions belong to the tree walked.
@@ -334,8 +340,57 @@ func TestWalkNestedTrees(t *testing.T) {
 	}
 	// The same roots in another order give the same answer, each session once.
 	again, _ := Walk([]string{sub, root, filepath.Join(sub, "b.jsonl")})
-	if len(again) != 2 || len(again[0].Sessions)+len(again[1].Sessions) != 3 {
+	if len(again) != 1 || again[0].Root != root || len(again[0].Sessions) != 3 {
 		t.Fatalf("reordered roots: %+v", again)
+	}
+}
+
+// TestTreeRoot: a run on any path inside a tree uses that tree's root for
+// its journal, lock and quarantine (issue 12, item 6).
+func TestTreeRoot(t *testing.T) {
+	t.Setenv("PI_CODING_AGENT_DIR", "")
+	base := t.TempDir()
+	t.Setenv("PI_SESSIONS_DIR", filepath.Join(base, "default"))
+
+	tree := filepath.Join(base, "t")
+	mkdir(t, filepath.Join(tree, PisessDir))
+	deep := filepath.Join(tree, "--w--", "sub")
+	write(t, filepath.Join(deep, "a.jsonl"), header)
+
+	def := filepath.Join(base, "default")
+	write(t, filepath.Join(def, "x", "y", "b.jsonl"), header)
+
+	plain := filepath.Join(base, "plain", "p")
+	write(t, filepath.Join(plain, "c.jsonl"), header)
+	cwd := filepath.Join(base, "plain2", "--home-u--")
+	write(t, filepath.Join(cwd, "d.jsonl"), header)
+
+	for _, c := range []struct{ path, want string }{
+		{tree, tree},
+		{filepath.Join(tree, "--w--"), tree},
+		{deep, tree},
+		{filepath.Join(deep, "a.jsonl"), tree},
+		{def, def},
+		{filepath.Join(def, "x", "y"), def},
+		{filepath.Join(def, "x", "y", "b.jsonl"), def},
+		{plain, plain},
+		{filepath.Join(plain, "c.jsonl"), plain},
+		{cwd, filepath.Dir(cwd)},
+		{filepath.Join(cwd, "d.jsonl"), filepath.Dir(cwd)},
+	} {
+		if got := TreeRoot(c.path); got != c.want {
+			t.Errorf("TreeRoot(%s) = %s, want %s", c.path, got, c.want)
+		}
+	}
+	// Walk of a subdirectory lists its sessions under the tree's root,
+	// relative to it, and nothing outside the subdirectory.
+	write(t, filepath.Join(tree, "--other--", "e.jsonl"), header)
+	trees, err := Walk([]string{deep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trees) != 1 || trees[0].Root != tree || len(trees[0].Sessions) != 1 || trees[0].Sessions[0].Rel != "--w--/sub/a.jsonl" {
+		t.Fatalf("walk of a subdirectory: %+v", trees)
 	}
 }
 
@@ -432,6 +487,25 @@ func TestWalkFileRootBelowASymlinkInsideItsTree(t *testing.T) {
 	tree := walkOne(t, filepath.Join(root, "link", "a.jsonl"))
 	if tree.Root != root || tree.SymlinkAncestor != "" {
 		t.Fatalf("tree %s ancestor %q", tree.Root, tree.SymlinkAncestor)
+	}
+	r := tree.Sessions[0].Refusal
+	if r == nil || r.Class != ClassSymlinkAncestor || !strings.Contains(r.Reason, filepath.Join(root, "link")) {
+		t.Fatalf("refusal %+v", r)
+	}
+}
+
+// TestWalkSubdirBelowASymlinkInsideItsTree: a directory given below a
+// symlinked directory of its tree belongs to the tree, and its sessions are
+// refused for the symlinked ancestor (pi opens no path through a symlink).
+func TestWalkSubdirBelowASymlinkInsideItsTree(t *testing.T) {
+	root := t.TempDir()
+	mkdir(t, filepath.Join(root, PisessDir))
+	real := filepath.Join(root, "real")
+	write(t, filepath.Join(real, "sub", "a.jsonl"), header)
+	symlink(t, real, filepath.Join(root, "link"))
+	tree := walkOne(t, filepath.Join(root, "link", "sub"))
+	if tree.Root != root || tree.SymlinkAncestor != "" || len(tree.Sessions) != 1 {
+		t.Fatalf("tree %+v", tree)
 	}
 	r := tree.Sessions[0].Refusal
 	if r == nil || r.Class != ClassSymlinkAncestor || !strings.Contains(r.Reason, filepath.Join(root, "link")) {

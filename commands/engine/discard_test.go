@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"pisess/ledger"
+	"pisess/readers/discover"
+	"pisess/verify"
+)
+
+// quarantineFiles counts the regular files under the tree's quarantine.
+func quarantineFiles(tb testing.TB, tree string) int {
+	tb.Helper()
+	n := 0
+	err := filepath.WalkDir(filepath.Join(tree, ledger.PisessDir, ledger.QuarantineDir), func(p string, d fs.DirEntry, err error) error {
+		if os.IsNotExist(err) {
+			return filepath.SkipDir
+		}
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// TestRefreshBoundedDisk (issue 12, item 7): cron refreshes of a session pi
+// keeps appending to do not pile copies of the old sidecar up in the
+// quarantine; each is journaled as discarded; a rollback of such a refresh
+// leaves no sidecar, and pi reads the session file (unmigrated), as it did
+// with the stale one.
+func TestRefreshBoundedDisk(t *testing.T) {
+	root := t.TempDir()
+	path, last := migSession(t, root, "busy", 5)
+	migRun(t, migOptions(root))
+	var rep MigrateReport
+	for i := 1; i <= 5; i++ {
+		id := migEntryID(100 + i)
+		migAppend(t, path, migEntryLine(id, last, "more"))
+		last = id
+		rep = migRun(t, migOptions(root))
+		s := migResult(t, rep, path)
+		if s.Outcome != OutcomeDone || s.Action != PlanRefresh || s.Displaced != "" || !strings.Contains(strings.Join(s.Notes, " "), "not kept") {
+			t.Fatalf("refresh %d: %+v", i, s)
+		}
+		if n := quarantineFiles(t, root); n != 0 {
+			t.Fatalf("refresh %d: %d files in the quarantine", i, n)
+		}
+	}
+	recs := migJournal(t, root, rep.CorrelationID)
+	discarded := 0
+	for _, r := range recs {
+		if r.Note != nil && r.Note.Kind == ledger.NoteDiscarded {
+			discarded++
+		}
+	}
+	if discarded != 1 {
+		t.Fatalf("%d discarded notes for the last run, want 1", discarded)
+	}
+	rb, err := Rollback(context.Background(), RollbackOptions{CorrelationID: rep.CorrelationID, Trees: []string{root}, Clock: migClock})
+	if err != nil || rb.Tally().Problems != 0 {
+		t.Fatalf("rollback of a refresh whose displaced sidecar was not kept: %+v %v", rb, err)
+	}
+	if _, err := os.Lstat(discover.SidecarPath(path)); !os.IsNotExist(err) {
+		t.Fatalf("a sidecar is still installed after the rollback (%v)", err)
+	}
+	if st, err := verify.StatusFast(path); err != nil || st.Class != verify.ClassUnmigrated {
+		t.Fatalf("after the rollback pi should read the session file: %+v %v", st, err)
+	}
+	// The next run migrates it again.
+	if s := migResult(t, migRun(t, migOptions(root)), path); s.Outcome != OutcomeDone {
+		t.Fatalf("after the rollback: %+v", s)
+	}
+}
+
+// TestRefreshKeepsWhatIsNotReproducible: the displaced sidecar stays in the
+// quarantine when the source no longer holds the bytes it was built from,
+// when no journal of the tree knows the run that built it, and with
+// --keep-displaced.
+func TestRefreshKeepsWhatIsNotReproducible(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		before func(t *testing.T, root, path string) MigrateOptions
+	}{
+		{"source rewritten", func(t *testing.T, root, path string) MigrateOptions {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = []byte(strings.Replace(string(b), "message e0000001", "message E0000001", 1))
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return migOptions(root)
+		}},
+		{"built by a run this tree does not know", func(t *testing.T, root, path string) MigrateOptions {
+			migAppend(t, path, migEntryLine("e0000100", migEntryID(3), "more"))
+			if err := os.Truncate(ledger.JournalPath(root), 0); err != nil {
+				t.Fatal(err)
+			}
+			return migOptions(root)
+		}},
+		{"--keep-displaced", func(t *testing.T, root, path string) MigrateOptions {
+			migAppend(t, path, migEntryLine("e0000100", migEntryID(3), "more"))
+			o := migOptions(root)
+			o.KeepDisplaced = true
+			return o
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			path, _ := migSession(t, root, "s", 3)
+			migRun(t, migOptions(root))
+			rep := migRun(t, c.before(t, root, path))
+			s := migResult(t, rep, path)
+			if s.Outcome != OutcomeDone || s.Displaced == "" {
+				t.Fatalf("%+v", s)
+			}
+			if _, err := os.Stat(filepath.Join(s.Displaced, "manifest.json")); err != nil {
+				t.Fatalf("the displaced sidecar was not kept: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"pisess/ledger"
+	"pisess/readers"
+	"pisess/writers/durable"
+)
+
+// RefusalCacheName is the refusal cache in a tree's .pisess/: the sessions
+// the reference's model refused, each with the file identity it had when
+// it was read. A session whose identity is unchanged is refused again from
+// the cache without being read, locked or journaled (issue 12, item 4): a
+// cron run over a tree with refused sessions then does nothing for them
+// until pi writes them again.
+const RefusalCacheName = "refused.json"
+
+// refusalCacheMax bounds what is read of the cache: it sits in a user's
+// tree and is data, never trusted beyond what it says about a file whose
+// identity still matches.
+const refusalCacheMax = 16 << 20
+
+// fileIdentity is what must be unchanged for a cached refusal to stand:
+// any write to the file changes its size or times, a replacement its
+// inode. ctime is included because mtime can be set back by a writer.
+type fileIdentity struct {
+	Dev     uint64 `json:"dev"`
+	Ino     uint64 `json:"ino"`
+	Size    int64  `json:"size"`
+	MtimeNs int64  `json:"mtimeNs"`
+	CtimeNs int64  `json:"ctimeNs"`
+}
+
+// identityOf lstats path; ok is false when it cannot be taken.
+func identityOf(path string) (fileIdentity, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return fileIdentity{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileIdentity{}, false
+	}
+	return fileIdentity{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size,
+		MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano()}, true
+}
+
+type cachedRefusal struct {
+	Identity fileIdentity  `json:"identity"`
+	Class    readers.Class `json:"class"`
+	Line     int64         `json:"line,omitempty"`
+	Reason   string        `json:"reason"`
+}
+
+type refusalFile struct {
+	Version int `json:"version"`
+	// Sessions are keyed by their path relative to the tree.
+	Sessions map[string]cachedRefusal `json:"sessions"`
+}
+
+// refusalCache is one tree's refusal cache, loaded once per run.
+type refusalCache struct {
+	tree    string
+	entries map[string]cachedRefusal
+	changed bool
+}
+
+func refusalCachePath(tree string) string {
+	return filepath.Join(tree, ledger.PisessDir, RefusalCacheName)
+}
+
+// loadRefusalCache reads the tree's cache. A missing, unreadable or
+// malformed cache is an empty one: it only saves work, so losing it costs
+// one re-read of each refused session.
+func loadRefusalCache(tree string) *refusalCache {
+	c := &refusalCache{tree: tree, entries: map[string]cachedRefusal{}}
+	f, err := durable.OS.OpenNoFollow(refusalCachePath(tree), os.O_RDONLY, 0)
+	if err != nil {
+		return c
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, refusalCacheMax+1))
+	if err != nil || len(b) > refusalCacheMax {
+		return c
+	}
+	var rf refusalFile
+	if json.Unmarshal(b, &rf) != nil || rf.Version != 1 {
+		return c
+	}
+	for rel, e := range rf.Sessions {
+		// Keys are tree-relative names, never addresses: anything that
+		// could leave the tree is dropped.
+		if !filepath.IsLocal(rel) || e.Reason == "" {
+			continue
+		}
+		c.entries[rel] = e
+	}
+	return c
+}
+
+// lookup returns the cached refusal of the session rel when its file still
+// has the identity id.
+func (c *refusalCache) lookup(rel string, id fileIdentity) (cachedRefusal, bool) {
+	e, ok := c.entries[rel]
+	if !ok || e.Identity != id {
+		return cachedRefusal{}, false
+	}
+	return e, true
+}
+
+// remember records a refusal of session rel read at identity id.
+func (c *refusalCache) remember(rel string, id fileIdentity, r *readers.RefusedError) {
+	e := cachedRefusal{Identity: id, Class: r.Class, Line: r.Line, Reason: r.Reason}
+	if old, ok := c.entries[rel]; ok && old == e {
+		return
+	}
+	c.entries[rel] = e
+	c.changed = true
+}
+
+// forget drops session rel (it was migrated, or is gone).
+func (c *refusalCache) forget(rel string) {
+	if _, ok := c.entries[rel]; ok {
+		delete(c.entries, rel)
+		c.changed = true
+	}
+}
+
+// save writes the cache atomically when it changed (a run that changed
+// nothing writes nothing). .pisess/ exists: the run holds the tree lock.
+func (c *refusalCache) save(ops durable.Ops) error {
+	if !c.changed {
+		return nil
+	}
+	b, err := json.Marshal(refusalFile{Version: 1, Sessions: c.entries})
+	if err != nil {
+		return fmt.Errorf("refusal cache: %w", err)
+	}
+	dir := filepath.Join(c.tree, ledger.PisessDir)
+	if err := ops.WriteFileAtomic(dir, dir, RefusalCacheName, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("refusal cache: %w", err)
+	}
+	uid, gid, err := ops.Owner(c.tree)
+	if err == nil {
+		err = ops.ChownIfRoot(refusalCachePath(c.tree), uid, gid)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("refusal cache: %w", err)
+	}
+	c.changed = false
+	return nil
+}

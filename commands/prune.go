@@ -1,0 +1,71 @@
+package commands
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"pisess/commands/engine"
+)
+
+func pruneCommand(r *run) *cli.Command {
+	return command(&cli.Command{
+		Name:      "prune",
+		Usage:     "delete quarantine entries and journal records of runs older than --keep-within",
+		ArgsUsage: "[PATH...]",
+		Description: `The one place pisess deletes anything, and only when asked. For the tree of
+each PATH (with none, the default tree), under the tree lock: every run whose
+last record (a rollback of it included) is older than --keep-within is
+removed from the journal and its quarantine directory deleted; quarantine
+entries no journal record names are deleted when they are older than the
+window too. A run inside the window is never touched, and the journal keeps
+every other line byte for byte, so every rollback it still allows works; a
+pruned run can no longer be rolled back. The journal is replaced atomically;
+a prune killed midway leaves .pisess/pruning/, which the next prune removes.
+Each removal is logged. --dry-run lists what would go.`,
+		Flags: []cli.Flag{
+			jsonFlag(),
+			&cli.DurationFlag{Name: "keep-within", Usage: "keep runs whose last record is this recent (such as 720h for 30 days); required"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "list what would be removed; remove nothing"},
+			lockWaitFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			clock, err := ClockFromEnv()
+			if err != nil {
+				return err
+			}
+			if !c.IsSet("keep-within") {
+				return engine.Usagef("--keep-within DURATION is required (such as --keep-within 720h)")
+			}
+			rep, err := engine.Prune(r.log.WithContext(c.Context), engine.PruneOptions{
+				Paths: c.Args().Slice(), KeepWithin: c.Duration("keep-within"), DryRun: c.Bool("dry-run"),
+				LockWait: c.Duration("lock-wait"), Clock: clock,
+			})
+			if rep.Cutoff != "" {
+				r.report, r.value = rep, rep
+				r.text = func(w io.Writer) { renderPrune(w, rep) }
+			}
+			return err
+		},
+	}, exitStatusHelp(
+		"0   pruned (or nothing to prune)",
+		"8   pisess could not run",
+		"16  usage error (no or a bad --keep-within)",
+		"32  the tree is locked by another pisess run",
+	))
+}
+
+func renderPrune(w io.Writer, rep engine.PruneReport) {
+	verb := "removed"
+	if rep.DryRun {
+		verb = "would remove"
+	}
+	for _, t := range rep.Trees {
+		fmt.Fprintf(w, "tree %s: %s %d run(s) ended before %s (%d journal line(s)), %d quarantine entr(ies), %d bytes; %d run(s) kept\n",
+			t.Root, verb, len(t.Runs), rep.Cutoff, t.JournalLines, len(t.Quarantine), t.Bytes, t.KeptRuns)
+		for _, id := range t.Runs {
+			fmt.Fprintf(w, "  run %s\n", id)
+		}
+	}
+}
