@@ -309,6 +309,23 @@ func hostileCases() []hostileCase {
 			}
 			return realUpgrade
 		}},
+		{name: "quarantine directory is a symlink to a directory outside", tamper: func(t *testing.T, h *hostileTree) string {
+			q := filepath.Join(h.tree, ledger.PisessDir, ledger.QuarantineDir)
+			if err := os.Rename(q, q+".old"); err != nil {
+				t.Fatal(err)
+			}
+			// A run directory by a real run's name, as prune looks for.
+			if err := os.MkdirAll(filepath.Join(h.decoy, realUpgrade), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(h.decoy, realUpgrade, "precious"), []byte("root's"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(h.decoy, q); err != nil {
+				t.Fatal(err)
+			}
+			return realUpgrade
+		}},
 		{name: "oversized and garbage journal lines", forged: true, tamper: func(t *testing.T, h *hostileTree) string {
 			h.appendJournal(t, strings.Repeat("A", ledger.MaxJournalLine+1), "\x00\xff garbage", `{"schema":"pisess.journal_note.v1"}`)
 			return realUpgrade
@@ -351,6 +368,7 @@ func TestHostileTrees(t *testing.T) {
 		{"fsck --repair", func(h *hostileTree, _ string) []string { return []string{"fsck", "--repair", h.tree} }},
 		{"migrate", func(h *hostileTree, _ string) []string { return []string{"migrate", h.tree} }},
 		{"upgrade", func(h *hostileTree, _ string) []string { return []string{"upgrade", h.tree} }},
+		{"prune", func(h *hostileTree, _ string) []string { return []string{"prune", "--keep-within", "0s", h.tree} }},
 	}
 	for _, c := range hostileCases() {
 		t.Run(c.name, func(t *testing.T) {

@@ -43,6 +43,8 @@ var treeCommands = map[string]func(*cli.Context) []string{
 	"fsck":    argPaths,
 	"status":  argPaths,
 	"verify":  argPaths,
+	"prune":   argPaths,
+	"runs":    argPaths,
 	"rollback": func(c *cli.Context) []string {
 		if c.Uint64("to-checkpoint") > 0 {
 			return c.Args().Slice()
