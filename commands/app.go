@@ -143,7 +143,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		r.renderError(err)
 	case r.json && r.value != nil:
-		if werr := writeJSON(r.stdout, r.value); werr != nil {
+		if werr := writeJSON(r.stdout, r.newEnvelope(code)); werr != nil {
 			return ExitOperational
 		}
 	case r.text != nil && !(r.view.quiet && code == ExitClean):
@@ -196,19 +196,22 @@ func (r *run) app() *cli.App {
 	}
 	for _, mk := range commandList {
 		c := mk(r)
-		if _, ok := treeCommands[c.Name]; ok {
-			action := c.Action
-			c.Action = func(ctx *cli.Context) error {
-				if ran, err := r.asTreeOwner(ctx); ran {
-					return err
-				}
-				if cid := r.startRun(ctx); cid != "" && runIDCommands[ctx.Command.Name] {
-					if err := ctx.Set("correlation-id", cid); err != nil {
-						return err
-					}
-				}
+		action := c.Action
+		_, onTrees := treeCommands[c.Name]
+		c.Action = func(ctx *cli.Context) error {
+			r.command, r.started = ctx.Command.Name, time.Now()
+			if !onTrees {
 				return action(ctx)
 			}
+			if ran, err := r.asTreeOwner(ctx); ran {
+				return err
+			}
+			if cid := r.startRun(ctx); cid != "" && runIDCommands[ctx.Command.Name] {
+				if err := ctx.Set("correlation-id", cid); err != nil {
+					return err
+				}
+			}
+			return action(ctx)
 		}
 		app.Commands = append(app.Commands, c)
 	}
@@ -292,7 +295,7 @@ func args(c *cli.Context, names ...string) ([]string, error) {
 // else as one line on stderr.
 func (r *run) renderError(err error) {
 	if r.json {
-		doc := errorDoc{Error: errorBody{Class: errorClass(err), Message: err.Error()}}
+		doc := newErrorDoc(errorClass(err), err.Error())
 		var ce *canceledError
 		if errors.As(err, &ce) {
 			// The interrupted run: its id (for rollback) and what it did.

@@ -95,13 +95,16 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-// checkErrorObject asserts stdout is exactly {"error":{"class","message"}}.
+// checkErrorObject asserts stdout is exactly
+// {"schema":"pisess.report.v1","error":{"class","message"}}, valid
+// against the published schema.
 func checkErrorObject(t *testing.T, r result, class string) {
 	t.Helper()
 	obj := r.jsonObject(t)
-	if len(obj) != 1 {
-		t.Fatalf("error object has members besides error: %v", obj)
+	if len(obj) != 2 || obj["schema"] != ReportSchema {
+		t.Fatalf("error object is not {schema, error}: %v", obj)
 	}
+	validateReport(t, r.stdout)
 	e, ok := obj["error"].(map[string]any)
 	if !ok || len(e) != 2 {
 		t.Fatalf("error member is not {class, message}: %v", obj)

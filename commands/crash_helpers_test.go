@@ -236,7 +236,7 @@ func (tr *crashTree) migrate(tb testing.TB, cid string) (engine.MigrateReport, c
 		tb.Fatalf("an unarmed migrate was killed: %s", out)
 	}
 	var rep engine.MigrateReport
-	if err := json.Unmarshal([]byte(out.stdout), &rep); err != nil || rep.CorrelationID == "" {
+	if err := json.Unmarshal(detail(tb, out.stdout), &rep); err != nil || rep.CorrelationID == "" {
 		tb.Fatalf("migrate --json printed no report (%v): %s", err, out)
 	}
 	return rep, out

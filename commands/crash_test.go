@@ -133,7 +133,7 @@ func crashNotRolledBack(rel string) bool {
 func crashRollbackReport(tb testing.TB, out crashOut) engine.RollbackReport {
 	tb.Helper()
 	var rep engine.RollbackReport
-	if err := json.Unmarshal([]byte(out.stdout), &rep); err != nil {
+	if err := json.Unmarshal(detail(tb, out.stdout), &rep); err != nil {
 		tb.Fatalf("rollback --json printed no report (%v): %s", err, out)
 	}
 	return rep

@@ -151,7 +151,7 @@ func TestCronEndToEnd(t *testing.T) {
 	// runs: the first run and one per refresh; the no-op runs left no trace.
 	rr := pisess(t, "runs", "--json")
 	var runs engine.RunsReport
-	if rr.code != ExitClean || json.Unmarshal([]byte(rr.stdout), &runs) != nil || len(runs.Trees) != 1 {
+	if rr.code != ExitClean || json.Unmarshal(detail(t, rr.stdout), &runs) != nil || len(runs.Trees) != 1 {
 		t.Fatalf("runs: %s", rr)
 	}
 	list := runs.Trees[0].Runs
@@ -171,7 +171,7 @@ func TestCronEndToEnd(t *testing.T) {
 	// dry run lists all and removes nothing, a real one removes all; cron
 	// goes on as a no-op.
 	var inside engine.PruneReport
-	if p := pisess(t, "prune", "--json", "--keep-within", "1h"); p.code != ExitClean || json.Unmarshal([]byte(p.stdout), &inside) != nil ||
+	if p := pisess(t, "prune", "--json", "--keep-within", "1h"); p.code != ExitClean || json.Unmarshal(detail(t, p.stdout), &inside) != nil ||
 		len(inside.Trees[0].Runs) != 0 || inside.Trees[0].KeptRuns != 1+cycles {
 		t.Fatalf("prune inside the window: %s", p)
 	}
@@ -179,7 +179,7 @@ func TestCronEndToEnd(t *testing.T) {
 	before := fixtures.TreeDigest(t, tree)
 	dry := pisess(t, "prune", "--json", "--dry-run", "--keep-within", "24h")
 	var pr engine.PruneReport
-	if dry.code != ExitClean || json.Unmarshal([]byte(dry.stdout), &pr) != nil || len(pr.Trees[0].Runs) != 1+cycles {
+	if dry.code != ExitClean || json.Unmarshal(detail(t, dry.stdout), &pr) != nil || len(pr.Trees[0].Runs) != 1+cycles {
 		t.Fatalf("prune --dry-run: %s", dry)
 	}
 	if d := cronDigestDiff(before, fixtures.TreeDigest(t, tree)); len(d) != 0 {
@@ -192,7 +192,7 @@ func TestCronEndToEnd(t *testing.T) {
 		t.Fatalf("the journal holds %d bytes after pruning every run", size)
 	}
 	var after engine.RunsReport
-	if rr := pisess(t, "runs", "--json"); json.Unmarshal([]byte(rr.stdout), &after) != nil || len(after.Trees[0].Runs) != 0 {
+	if rr := pisess(t, "runs", "--json"); json.Unmarshal(detail(t, rr.stdout), &after) != nil || len(after.Trees[0].Runs) != 0 {
 		t.Fatalf("runs after prune: %s", rr)
 	}
 	os.Unsetenv(EnvClock)

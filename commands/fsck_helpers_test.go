@@ -37,7 +37,7 @@ func fsckJSON(tb testing.TB, root string, args ...string) (int, engine.FsckRepor
 	tb.Helper()
 	r := pisess(tb, append(append([]string{"fsck", "--json"}, args...), root)...)
 	var rep engine.FsckReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+	if err := json.Unmarshal(detail(tb, r.stdout), &rep); err != nil {
 		tb.Fatalf("fsck --json: %v\n%s", err, r)
 	}
 	return r.code, rep, r

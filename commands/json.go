@@ -7,7 +7,8 @@ import (
 
 // errorDoc is the --json output of a command that failed.
 type errorDoc struct {
-	Error errorBody `json:"error"`
+	Schema string    `json:"schema"`
+	Error  errorBody `json:"error"`
 	// Report is the partial report of an interrupted run.
 	Report any `json:"report,omitempty"`
 }
@@ -19,11 +20,16 @@ type errorBody struct {
 	CorrelationID string `json:"correlationId,omitempty"`
 }
 
-// writeJSON writes v as one indented JSON object and a newline. HTML
+// writeJSON writes v as one compact JSON object and a newline. HTML
 // escaping is off: messages hold paths and quotes, not markup.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return enc.Encode(v) // compact: one document per line
+}
+
+// errorDoc is the --json document of a usage or fatal error: the same
+// shape as ever, with the schema it belongs to.
+func newErrorDoc(class, message string) errorDoc {
+	return errorDoc{Schema: ReportSchema, Error: errorBody{Class: class, Message: message}}
 }

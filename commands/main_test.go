@@ -24,21 +24,57 @@ func pisess(tb testing.TB, args ...string) result {
 	tb.Helper()
 	var out, errb bytes.Buffer
 	code := Main(context.Background(), append([]string{"pisess"}, args...), &out, &errb)
+	if wantsJSON(append([]string{"pisess"}, args...)) && out.Len() > 0 {
+		// Every --json document of every test follows the schema.
+		validateReport(tb, out.String())
+	}
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
-// jsonObject decodes stdout as exactly one JSON object.
+// jsonObject decodes stdout as exactly one JSON object and returns the
+// command's own report (the envelope's detail), or the error document.
 func (r result) jsonObject(tb testing.TB) map[string]any {
 	tb.Helper()
-	dec := json.NewDecoder(strings.NewReader(r.stdout))
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil {
-		tb.Fatalf("stdout is not a JSON object: %v\nstdout: %q\nstderr: %s", err, r.stdout, r.stderr)
-	}
-	if dec.More() {
-		tb.Fatalf("stdout holds more than one JSON value: %q", r.stdout)
+	obj := r.envelope(tb)
+	if d, ok := obj["detail"].(map[string]any); ok {
+		return d
 	}
 	return obj
+}
+
+// envelope decodes stdout as exactly one JSON object, on one line.
+func (r result) envelope(tb testing.TB) map[string]any {
+	tb.Helper()
+	return decodeOne(tb, r.stdout, r.stderr)
+}
+
+func decodeOne(tb testing.TB, stdout, stderr string) map[string]any {
+	tb.Helper()
+	if strings.Count(strings.TrimSuffix(stdout, "\n"), "\n") != 0 {
+		tb.Fatalf("--json output is not one line: %q", stdout)
+	}
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		tb.Fatalf("stdout is not a JSON object: %v\nstdout: %q\nstderr: %s", err, stdout, stderr)
+	}
+	if dec.More() {
+		tb.Fatalf("stdout holds more than one JSON value: %q", stdout)
+	}
+	return obj
+}
+
+// detail returns the command's own report (the envelope's detail) as
+// JSON, to decode into the engine's report type.
+func detail(tb testing.TB, stdout string) []byte {
+	tb.Helper()
+	var env struct {
+		Detail json.RawMessage `json:"detail"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &env); err != nil || len(env.Detail) == 0 {
+		tb.Fatalf("stdout is not a report envelope: %v\n%s", err, stdout)
+	}
+	return env.Detail
 }
 
 func (r result) String() string {

@@ -65,7 +65,7 @@ func mcMigrate(tb testing.TB, args ...string) (result, mcReport) {
 	}
 	mcShape(tb, obj)
 	var rep mcReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+	if err := json.Unmarshal(detail(tb, r.stdout), &rep); err != nil {
 		tb.Fatalf("report: %v", err)
 	}
 	return r, rep

@@ -148,7 +148,7 @@ func TestMigrateRealPi(t *testing.T) {
 		t.Fatalf("rollback: %s", r)
 	}
 	var rb engine.RollbackReport
-	if err := json.Unmarshal([]byte(r.stdout), &rb); err != nil || len(rb.Sessions) != 2 {
+	if err := json.Unmarshal(detail(t, r.stdout), &rb); err != nil || len(rb.Sessions) != 2 {
 		t.Fatalf("rollback report %s (%v)", r.stdout, err)
 	}
 	for _, s := range rb.Sessions {

@@ -56,11 +56,9 @@ func (r *run) endRun(code int, err error) {
 	if r.command == "" {
 		return // not a tree command, or it never started
 	}
-	lvl := zerolog.InfoLevel
-	if code != ExitClean {
-		lvl = zerolog.WarnLevel
-	}
-	ev := r.log.WithLevel(lvl).Str("command", r.command).Int("exitStatus", code).
+	// Info whatever the outcome: the error itself is printed on stderr,
+	// and the exit status is in the record for a log file.
+	ev := r.log.Info().Str("command", r.command).Int("exitStatus", code).
 		Dur("duration", time.Since(r.started))
 	if r.cid != "" {
 		ev = ev.Str("correlationId", r.cid)

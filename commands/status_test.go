@@ -74,7 +74,7 @@ func TestStatusClasses(t *testing.T) {
 		t.Fatalf("status: %s", r)
 	}
 	var rep engine.StatusReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+	if err := json.Unmarshal(detail(t, r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Sessions) != len(want) {
@@ -128,7 +128,7 @@ func TestStatusGolden(t *testing.T) {
 	}
 	j := pisess(t, "status", "--json", root)
 	var rep engine.StatusReport
-	if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil {
+	if err := json.Unmarshal(detail(t, j.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
 	var direct strings.Builder

@@ -18,7 +18,7 @@ func verifyJSON(t *testing.T, args ...string) (int, engine.VerifyReport, result)
 	r := pisess(t, append([]string{"verify", "--json"}, args...)...)
 	var rep engine.VerifyReport
 	if r.code == ExitClean || r.code == ExitProblems {
-		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		if err := json.Unmarshal(detail(t, r.stdout), &rep); err != nil {
 			t.Fatalf("verify --json: %v\n%s", err, r)
 		}
 	}
