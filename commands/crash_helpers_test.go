@@ -142,6 +142,9 @@ type crashTree struct {
 	// want is a digest the scenario compares with (rollback: the tree
 	// before the migration).
 	want map[string]string
+	// keepDisplaced runs migrate with --keep-displaced: the rollback
+	// scenarios put the displaced sidecar back byte for byte.
+	keepDisplaced bool
 }
 
 // newCrashTree places the crash vectors at <base>/<name>/tree, runs setup
@@ -224,6 +227,9 @@ func (tr *crashTree) migrateArgs(cid string) []string {
 	args := []string{"migrate", "--json", "--jobs", "1", "--max-segment-bytes", crashSegmentBytes, "--lock-timeout", "5s"}
 	if cid != "" {
 		args = append(args, "--correlation-id", cid)
+	}
+	if tr.keepDisplaced {
+		args = append(args, "--keep-displaced")
 	}
 	return append(args, tr.root)
 }

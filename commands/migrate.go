@@ -32,7 +32,11 @@ Per session, under the session lock <file>.lock: the store is built in
 <stem>.v2.staging.<uuid>, sealed, verified against the source (entry ids,
 hash chain, index, manifest, invariants, acceptance rules, source fingerprint
 unchanged), given a clean source-state.json, and renamed into <stem>.v2. A
-displaced sidecar is kept in <tree>/.pisess/quarantine/<correlation id>/.
+displaced sidecar goes to <tree>/.pisess/quarantine/<correlation id>/, and is
+not kept when pisess built it and the source still holds the bytes it was
+built from (--keep-displaced keeps it). A session refused before and unchanged
+since is not read again (<tree>/.pisess/refused.json). Leftovers of a run that
+died holding the tree lock are repaired first, as fsck --repair would.
 Every phase is a migration_event.v1 record carrying the run's correlation id
 in <tree>/.pisess/journal.jsonl; pisess rollback <correlation id> undoes the
 run. --dry-run builds and verifies in a temporary directory outside the tree
