@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -227,4 +228,35 @@ func TestBadInputOneAnswer(t *testing.T) {
 			t.Errorf("log file: %q", b)
 		}
 	})
+}
+
+// TestJSONProgress: --json-progress streams one JSON line per session done
+// on stderr (a plan line first), while stdout keeps the one report.
+func TestJSONProgress(t *testing.T) {
+	root, session := placeSession(t, exampleSession, "s.jsonl")
+	b, _ := os.ReadFile(exampleSession)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(session), "t.jsonl"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := pisess(t, "migrate", "--json", "--json-progress", "--correlation-id", "progress-run-01", root)
+	if r.code != ExitClean {
+		t.Fatalf("%s", r)
+	}
+	var types []string
+	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		var l map[string]any
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("stderr line is not JSON: %q", line)
+		}
+		if l["schema"] != ProgressSchema || l["correlationId"] != "progress-run-01" {
+			t.Errorf("progress line %v", l)
+		}
+		types = append(types, l["message_type"].(string))
+		if l["message_type"] == "session" && (l["path"] == "" || l["outcome"] != "done" || l["total"] != float64(2)) {
+			t.Errorf("session line %v", l)
+		}
+	}
+	if strings.Join(types, ",") != "plan,session,session" {
+		t.Errorf("progress lines %v, want plan then one per session", types)
+	}
 }

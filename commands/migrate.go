@@ -43,6 +43,7 @@ run. --dry-run builds and verifies in a temporary directory outside the tree
 and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 		Flags: []cli.Flag{
 			jsonFlag(),
+			jsonProgressFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "plan, build and verify outside the tree; write nothing in it"},
 			&cli.IntFlag{Name: "jobs", Value: 0, Usage: "sessions migrated in parallel (0: number of CPUs)"},
 			&cli.StringFlag{Name: "correlation-id", Usage: "the run's correlation id (8-128 of A-Z a-z 0-9 . _ : -); default: a new UUID, printed"},
@@ -59,6 +60,11 @@ and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 				return err
 			}
 			var bar Progress = NewBytesProgress(r.stderr, -1, "migrating")
+			var jp *jsonProgress
+			if c.Bool("json-progress") {
+				// Machine progress replaces the bar on stderr.
+				jp, bar = &jsonProgress{w: r.stderr, command: "migrate", cid: c.String("correlation-id")}, NewBytesProgress(io.Discard, -1, "")
+			}
 			rep, err := engine.Migrate(r.log.WithContext(c.Context), engine.MigrateOptions{
 				Paths:           c.Args().Slice(),
 				DryRun:          c.Bool("dry-run"),
@@ -71,8 +77,17 @@ and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 				LockWait:        c.Duration("lock-wait"),
 				KeepDisplaced:   c.Bool("keep-displaced"),
 				Clock:           clock,
-				OnPlan: func(_ int, bytes int64) {
+				OnPlan: func(sessions int, bytes int64) {
+					if jp != nil {
+						jp.plan(sessions, bytes)
+						return
+					}
 					bar = NewBytesProgress(r.stderr, bytes, "migrating")
+				},
+				OnSession: func(res engine.SessionResult) {
+					if jp != nil {
+						jp.session(res)
+					}
 				},
 				Progress: func(n int64) { bar.Add(int(n)) },
 			})

@@ -155,6 +155,9 @@ type MigrateOptions struct {
 	Ops      durable.Ops
 	// Progress is called with the source bytes of each session as it ends.
 	Progress func(n int64)
+	// OnSession is called with each session's result as it ends (from the
+	// worker goroutines: it must be safe for concurrent use).
+	OnSession func(SessionResult)
 	// OnPlan is called once the plan is known, with the bytes it will read.
 	OnPlan func(sessions int, bytes int64)
 }
@@ -258,7 +261,14 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	}
 	env := Env{Clock: opt.Clock, Ops: opt.Ops, MaxSegmentBytes: opt.MaxSegmentBytes,
 		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: log}
-	rep.Sessions = runJobs(ctx, env, jobs, opt.Jobs, opt.CorrelationID, opt.Progress)
+	rep.Sessions = runJobs(ctx, env, jobs, opt.Jobs, opt.CorrelationID, func(res SessionResult, size int64) {
+		if opt.Progress != nil {
+			opt.Progress(size)
+		}
+		if opt.OnSession != nil {
+			opt.OnSession(res)
+		}
+	})
 	rep.Totals = totals(rep.Sessions)
 	if !opt.DryRun {
 		known := map[*ledger.Journal]map[string]bool{}
@@ -440,7 +450,7 @@ func (c *refusalCache) prune() {
 
 // runJobs runs the per-session pipeline on up to n sessions at once and
 // returns the results in the order of jobs.
-func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID string, progress func(int64)) []SessionResult {
+func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID string, progress func(SessionResult, int64)) []SessionResult {
 	if n <= 0 {
 		n = defaultJobs()
 	}
@@ -456,7 +466,7 @@ func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID stri
 				e.Journal = jobs[i].journal
 				results[i] = runSession(ctx, e, jobs[i].session, jobs[i].plan, correlationID)
 				if progress != nil {
-					progress(jobs[i].session.Size)
+					progress(results[i], jobs[i].session.Size)
 				}
 			}
 		}()
