@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -47,27 +48,82 @@ pisess fsck's to find. Nothing is written or locked.`,
 }
 
 func renderStatus(w io.Writer, rep engine.StatusReport, v view) {
-	// Without -v only sessions that are not migrated and fresh are
-	// listed (problems first: corrupt and partial, then the others).
-	var rows []engine.StatusEntry
-	for _, pass := range []func(engine.StatusEntry) bool{
-		func(s engine.StatusEntry) bool {
-			return s.Class == verify.ClassCorrupt || s.Class == verify.ClassPartial
-		},
-		func(s engine.StatusEntry) bool {
-			return s.Class != verify.ClassCorrupt && s.Class != verify.ClassPartial && (v.verbose || s.Class != verify.ClassMigrated)
-		},
-	} {
-		for _, s := range rep.Sessions {
-			if pass(s) {
-				rows = append(rows, s)
-			}
+	if v.verbose {
+		renderStatusSessions(w, rep, rep.Sessions)
+		renderStatusTrees(w, rep)
+		return
+	}
+	// An overview per project directory (--<cwd>--), then the problems.
+	type project struct {
+		name                 string
+		classes              map[verify.Class]int
+		sessions             int
+		oldestStale          string
+		oldestStaleAt        string
+		sources              int64
+		sidecars             uint64
+		lastRun, lastRunTime string
+	}
+	var order []string
+	projects := map[string]*project{}
+	var problems []engine.StatusEntry
+	for _, s := range rep.Sessions {
+		name := relTo([]string{s.Tree}, s.Path)
+		if i := strings.IndexByte(name, '/'); i >= 0 {
+			name = name[:i]
+		} else {
+			name = "."
+		}
+		p := projects[name]
+		if p == nil {
+			p = &project{name: name, classes: map[verify.Class]int{}}
+			projects[name] = p
+			order = append(order, name)
+		}
+		p.sessions++
+		p.classes[s.Class]++
+		p.sources += s.Size
+		p.sidecars += s.SidecarBytes
+		if s.Class == verify.ClassStale && (p.oldestStaleAt == "" || s.Modified < p.oldestStaleAt) {
+			p.oldestStale, p.oldestStaleAt = filepath.Base(s.Path), s.Modified
+		}
+		if s.LastMigration != "" && s.Modified >= p.lastRunTime {
+			p.lastRun, p.lastRunTime = s.LastMigration, s.Modified
+		}
+		if s.Class == verify.ClassCorrupt || s.Class == verify.ClassPartial || s.Error != "" {
+			problems = append(problems, s)
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if len(rows) > 0 {
-		fmt.Fprintln(tw, "SESSION\tFORMAT\tENTRIES\tSIZE\tSTATUS\tNAME\tLAST RUN")
+	fmt.Fprintln(tw, "PROJECT\tSESSIONS\tMIGRATED\tSTALE\tUNMIGRATED\tCORRUPT\tPARTIAL\tSOURCES\tSIDECARS\tOLDEST STALE\tLAST RUN")
+	for _, name := range order {
+		p := projects[name]
+		stale, last := "-", "-"
+		if p.oldestStale != "" {
+			stale = p.oldestStale + " (" + p.oldestStaleAt + ")"
+		}
+		if p.lastRun != "" {
+			last = p.lastRun
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", p.name, p.sessions,
+			p.classes[verify.ClassMigrated], p.classes[verify.ClassStale], p.classes[verify.ClassUnmigrated],
+			p.classes[verify.ClassCorrupt], p.classes[verify.ClassPartial], size(p.sources), size(p.sidecars), stale, last)
 	}
+	tw.Flush()
+	if len(problems) > 0 {
+		fmt.Fprintln(w)
+		renderStatusSessions(w, rep, problems)
+	} else {
+		renderStatusSummary(w, rep)
+	}
+	renderStatusTrees(w, rep)
+}
+
+// renderStatusSessions lists sessions, one line each, then their reasons
+// and the summary.
+func renderStatusSessions(w io.Writer, rep engine.StatusReport, rows []engine.StatusEntry) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tFORMAT\tENTRIES\tSIZE\tSTATUS\tNAME\tLAST RUN")
 	for _, s := range rows {
 		format := s.SourceFormat
 		if s.Version != 0 {
@@ -85,17 +141,21 @@ func renderStatus(w io.Writer, rep engine.StatusReport, v view) {
 		if last == "" {
 			last = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Path, format, entries, size(s.Size), s.Class, name, last)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", relTo([]string{s.Tree}, s.Path), format, entries, size(s.Size), s.Class, name, last)
 	}
 	tw.Flush()
 	for _, s := range rows {
 		switch {
 		case s.Error != "":
-			fmt.Fprintf(w, "%s: %s: %s\n", s.Path, s.Class, s.Error)
+			fmt.Fprintf(w, "%s: %s: %s\n", relTo([]string{s.Tree}, s.Path), s.Class, s.Error)
 		case s.Reason != "":
-			fmt.Fprintf(w, "%s: %s: %s\n", s.Path, s.Class, s.Reason)
+			fmt.Fprintf(w, "%s: %s: %s\n", relTo([]string{s.Tree}, s.Path), s.Class, s.Reason)
 		}
 	}
+	renderStatusSummary(w, rep)
+}
+
+func renderStatusSummary(w io.Writer, rep engine.StatusReport) {
 	var parts []string
 	for _, c := range engine.ClassOrder(rep.Totals) {
 		parts = append(parts, fmt.Sprintf("%d %s", rep.Totals[c], c))
@@ -105,4 +165,15 @@ func renderStatus(w io.Writer, rep engine.StatusReport, v view) {
 		fmt.Fprintf(w, ": %s", strings.Join(parts, ", "))
 	}
 	fmt.Fprintln(w)
+}
+
+// renderStatusTrees says, per tree, what pisess keeps there.
+func renderStatusTrees(w io.Writer, rep engine.StatusReport) {
+	for _, t := range rep.Trees {
+		last := "no run yet"
+		if r := t.LastRun; r != nil {
+			last = fmt.Sprintf("last run %s (%s, ended %s)", r.CorrelationID, r.Command, r.End)
+		}
+		fmt.Fprintf(w, "tree %s: journal %s, quarantine %s, %d run(s), %s\n", t.Root, size(t.JournalBytes), size(t.QuarantineBytes), t.Runs, last)
+	}
 }

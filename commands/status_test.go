@@ -138,12 +138,14 @@ func TestStatusGolden(t *testing.T) {
 	}
 	// The temporary tree's path varies in length, and so would the
 	// columns: render with the tree named $TREE.
+	rep.Trees = nil // sizes and times of this run's journal
 	for i := range rep.Sessions {
+		rep.Sessions[i].Tree = "$TREE"
 		rep.Sessions[i].Path = strings.Replace(rep.Sessions[i].Path, root, "$TREE", 1)
 		rep.Sessions[i].Reason = strings.ReplaceAll(rep.Sessions[i].Reason, root, "$TREE")
 	}
 	var b strings.Builder
-	renderStatus(&b, rep, view{})
+	renderStatus(&b, rep, view{verbose: true})
 	got := b.String()
 	golden := filepath.Join("testdata", "status.golden")
 	if *update {
@@ -183,4 +185,34 @@ func TestStatusMissingTree(t *testing.T) {
 		t.Fatalf("status of a missing tree: %s", r)
 	}
 	checkErrorObject(t, r, ClassOperational)
+}
+
+// TestStatusOverview: without -v, status gives one line per project
+// directory (counts by class, bytes, oldest stale session), the problems
+// only, and each tree's journal, quarantine and last run.
+func TestStatusOverview(t *testing.T) {
+	root, _ := classTree(t)
+	r := pisess(t, "status", root)
+	if r.code != ExitClean {
+		t.Fatalf("status: %s", r)
+	}
+	out := r.stdout
+	lines := strings.Split(out, "\n")
+	if !strings.HasPrefix(lines[0], "PROJECT") || !strings.HasPrefix(lines[1], "--home-u-proj--  5 ") {
+		t.Fatalf("no overview per project:\n%s", out)
+	}
+	if f := strings.Fields(lines[1]); len(f) < 7 || f[2] != "1" || f[3] != "1" || f[4] != "1" || f[5] != "1" || f[6] != "1" {
+		t.Errorf("class counts of the project: %v", f)
+	}
+	if !strings.Contains(lines[1], "stale.jsonl (") {
+		t.Errorf("the oldest stale session is not named: %s", lines[1])
+	}
+	for _, want := range []string{"--home-u-proj--/corrupt.jsonl", "--home-u-proj--/partial.jsonl", "tree " + root + ": journal ", "last run fixture-migration"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "--home-u-proj--/migrated.jsonl") {
+		t.Errorf("a session with nothing to report is listed without -v:\n%s", out)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"syscall"
+	"time"
 
 	"pisess/ledger"
 	"pisess/readers"
@@ -27,7 +28,12 @@ type StatusOptions struct {
 
 // StatusEntry is one session's line of `pisess status`.
 type StatusEntry struct {
-	Path         string `json:"path"`
+	Path string `json:"path"`
+	Tree string `json:"tree"`
+	// Modified is the session file's modification time (RFC 3339).
+	Modified string `json:"modified,omitempty"`
+	// SidecarBytes is the sidecar's frame bytes (its manifest), 0 without.
+	SidecarBytes uint64 `json:"sidecarBytes"`
 	SourceFormat string `json:"sourceFormat"`
 	Version      int    `json:"version"`
 	// Entries is the sidecar manifest's entriesTotal; for a session
@@ -53,6 +59,18 @@ type StatusEntry struct {
 type StatusReport struct {
 	Sessions []StatusEntry        `json:"sessions"`
 	Totals   map[verify.Class]int `json:"totals"`
+	// Trees is each tree's own state: its journal and quarantine sizes
+	// and its last run.
+	Trees []StatusTree `json:"trees"`
+}
+
+// StatusTree is what status says of a tree as a whole.
+type StatusTree struct {
+	Root            string   `json:"root"`
+	JournalBytes    int64    `json:"journalBytes"`
+	QuarantineBytes int64    `json:"quarantineBytes"`
+	Runs            int      `json:"runs"`
+	LastRun         *RunInfo `json:"lastRun,omitempty"`
 }
 
 // Tally: status is informational; whatever it finds, it has run cleanly.
@@ -83,12 +101,14 @@ func Status(ctx context.Context, opt StatusOptions) (StatusReport, error) {
 	}
 	rep := StatusReport{Sessions: []StatusEntry{}, Totals: map[verify.Class]int{}}
 	for _, t := range trees {
+		rep.Trees = append(rep.Trees, statusTree(t.Root))
 		last := lastMigrations(t.Root)
 		for _, s := range t.Sessions {
 			if err := ctx.Err(); err != nil {
 				return rep, err
 			}
 			e := statusOf(s)
+			e.Tree = t.Root
 			e.LastMigration = last[filepath.Clean(s.Path)]
 			rep.Sessions = append(rep.Sessions, e)
 			rep.Totals[e.Class]++
@@ -97,9 +117,33 @@ func Status(ctx context.Context, opt StatusOptions) (StatusReport, error) {
 	return rep, nil
 }
 
+// statusTree reads a tree's journal for its runs and sizes its journal
+// and quarantine (read-only: a tree without .pisess has none).
+func statusTree(root string) StatusTree {
+	st := StatusTree{Root: root}
+	if fi, err := os.Lstat(ledger.JournalPath(root)); err == nil {
+		st.JournalBytes = fi.Size()
+	}
+	st.QuarantineBytes = dirBytes(filepath.Join(root, ledger.PisessDir, ledger.QuarantineDir))
+	if runs, _, err := journalRuns(root); err == nil && len(runs) > 0 {
+		st.Runs = len(runs)
+		last := runs[0]
+		for _, r := range runs[1:] {
+			if r.End > last.End {
+				last = r
+			}
+		}
+		st.LastRun = &last
+	}
+	return st
+}
+
 // statusOf is one session's entry.
 func statusOf(s discover.Session) StatusEntry {
 	e := StatusEntry{Path: s.Path, SourceFormat: string(s.Format), Version: s.Version, Size: s.Size}
+	if fi, err := os.Lstat(s.Path); err == nil {
+		e.Modified = fi.ModTime().UTC().Format(time.RFC3339)
+	}
 	if s.Refusal != nil && s.Refusal.Class != discover.ClassSymlinkAncestor {
 		// A symlinked session file, or a .sqlite shadowed by its .jsonl:
 		// pisess reads neither, so it has no status beyond that.
@@ -123,6 +167,7 @@ func statusOf(s discover.Session) StatusEntry {
 		f := st.Findings[0]
 		e.Reason = f.Code + ": " + f.Detail
 	}
+	e.SidecarBytes = st.Bytes
 	if st.Entries > 0 || st.Class == verify.ClassMigrated || st.Class == verify.ClassStale {
 		e.Entries, e.HasEntries = st.Entries, true
 	}
