@@ -59,7 +59,7 @@ func (r *run) endRun(code int, err error) {
 	// Info whatever the outcome: the error itself is printed on stderr,
 	// and the exit status is in the record for a log file.
 	ev := r.log.Info().Str("command", r.command).Int("exitStatus", code).
-		Dur("duration", time.Since(r.started))
+		Float64("durationMs", float64(time.Since(r.started).Microseconds())/1000)
 	if r.cid != "" {
 		ev = ev.Str("correlationId", r.cid)
 	}
