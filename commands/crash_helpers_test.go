@@ -290,7 +290,7 @@ func (tr *crashTree) recoverable(tb testing.TB, s *crashSession) string {
 	tb.Helper()
 	same := func(dir string) bool {
 		fi, err := os.Lstat(dir)
-		return err == nil && fi.IsDir() && len(crashDigestDiff(fixtures.TreeDigest(tb, dir), s.old)) == 0
+		return err == nil && fi.IsDir() && len(fixtures.DigestDiff(fixtures.TreeDigest(tb, dir), s.old)) == 0
 	}
 	if same(s.sidecar) {
 		return s.sidecar
@@ -373,7 +373,7 @@ func (tr *crashTree) checkAfterKill(tb testing.TB) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		isOld := s.old != nil && len(crashDigestDiff(fixtures.TreeDigest(tb, s.sidecar), s.old)) == 0
+		isOld := s.old != nil && len(fixtures.DigestDiff(fixtures.TreeDigest(tb, s.sidecar), s.old)) == 0
 		st, err := verify.Status(s.path)
 		switch {
 		case err != nil:
@@ -451,23 +451,6 @@ func (tr *crashTree) digestSkipping(tb testing.TB, skip func(rel string) bool) m
 		}
 	}
 	return d
-}
-
-// crashDigestDiff lists the paths whose digest differs between a and b.
-func crashDigestDiff(a, b map[string]string) []string {
-	var out []string
-	for k, v := range a {
-		if b[k] != v {
-			out = append(out, k)
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func crashIsJournal(rel string) bool { return rel == discover.PisessDir+"/journal.jsonl" }
@@ -812,7 +795,7 @@ func (tr *crashTree) checkConverged(tb testing.TB) {
 	if out.code != ExitClean {
 		tb.Errorf("third run: exit %d: %s", out.code, out)
 	}
-	if d := crashDigestDiff(before, tr.digestSkipping(tb, crashIsJournal)); len(d) > 0 {
+	if d := fixtures.DigestDiff(before, tr.digestSkipping(tb, crashIsJournal)); len(d) > 0 {
 		tb.Errorf("third run changed %v", d)
 	}
 }

@@ -122,7 +122,7 @@ func TestCrashPrune(t *testing.T) {
 			if got := pruneLines(t, tree, kept); !bytes.Equal(got, keptLines) {
 				t.Errorf("the kept run's journal lines changed after the kill:\n%s", got)
 			}
-			if d := crashDigestDiff(keptQ, fixtures.TreeDigest(t, ledger.Quarantine(tree, kept))); len(d) != 0 {
+			if d := fixtures.DigestDiff(keptQ, fixtures.TreeDigest(t, ledger.Quarantine(tree, kept))); len(d) != 0 {
 				t.Errorf("the kept run's quarantine changed: %v", d)
 			}
 			if j, err := ledger.OpenJournal(tree); err != nil {
@@ -151,7 +151,7 @@ func TestCrashPrune(t *testing.T) {
 
 func migDiffSkipping(a, b map[string]string, skip func(string) bool) []string {
 	var out []string
-	for _, k := range crashDigestDiff(a, b) {
+	for _, k := range fixtures.DigestDiff(a, b) {
 		if !skip(k) {
 			out = append(out, k)
 		}

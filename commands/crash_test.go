@@ -179,7 +179,7 @@ func TestCrashRollback(t *testing.T) {
 			t.Fatalf("%s: %s", when, out)
 		}
 		tr.checkSources(t, when)
-		if d := crashDigestDiff(tr.want, tr.digestSkipping(t, crashNotRolledBack)); len(d) > 0 {
+		if d := fixtures.DigestDiff(tr.want, tr.digestSkipping(t, crashNotRolledBack)); len(d) > 0 {
 			t.Errorf("%s: the tree differs from before the migration: %v", when, d)
 		}
 		before := tr.digestSkipping(t, crashIsJournal)
@@ -187,7 +187,7 @@ func TestCrashRollback(t *testing.T) {
 		if third.killed || third.code != ExitClean || crashRollbackChanged(t, third) {
 			t.Errorf("third run: %s", third)
 		}
-		if d := crashDigestDiff(before, tr.digestSkipping(t, crashIsJournal)); len(d) > 0 {
+		if d := fixtures.DigestDiff(before, tr.digestSkipping(t, crashIsJournal)); len(d) > 0 {
 			t.Errorf("third run changed %v", d)
 		}
 	}
@@ -260,14 +260,14 @@ func TestCrashMigrateThenRollback(t *testing.T) {
 				t.Fatalf("rollback of the interrupted run: %s", out)
 			}
 			tr.checkSources(t, "after the rollback")
-			if d := crashDigestDiff(tr.want, tr.digestSkipping(t, notRolledBack)); len(d) > 0 {
+			if d := fixtures.DigestDiff(tr.want, tr.digestSkipping(t, notRolledBack)); len(d) > 0 {
 				t.Errorf("after the rollback the tree differs from before the migration: %v", d)
 			}
 			before := tr.digestSkipping(t, crashIsJournal)
 			if again := tr.run(t, nil, args...); again.code != out.code || crashRollbackChanged(t, again) {
 				t.Errorf("second rollback: %s", again)
 			}
-			if d := crashDigestDiff(before, tr.digestSkipping(t, crashIsJournal)); len(d) > 0 {
+			if d := fixtures.DigestDiff(before, tr.digestSkipping(t, crashIsJournal)); len(d) > 0 {
 				t.Errorf("second rollback changed %v", d)
 			}
 		})
@@ -369,7 +369,7 @@ func TestCrashFsckRepair(t *testing.T) {
 		if out := tr.fsck(t, nil, true); out.killed || out.code != ExitClean {
 			t.Errorf("fsck --repair once more: %s", out)
 		}
-		if d := crashDigestDiff(before, tr.digestSkipping(t, crashIsJournal)); len(d) > 0 {
+		if d := fixtures.DigestDiff(before, tr.digestSkipping(t, crashIsJournal)); len(d) > 0 {
 			t.Errorf("fsck --repair once more changed %v", d)
 		}
 		return known

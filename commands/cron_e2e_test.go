@@ -113,7 +113,7 @@ func TestCronEndToEnd(t *testing.T) {
 		if got := journalSize(); got != size {
 			t.Fatalf("%s: the journal grew from %d to %d bytes", what, size, got)
 		}
-		if d := cronDigestDiff(before, fixtures.TreeDigest(t, tree)); len(d) != 0 {
+		if d := fixtures.DigestDiff(before, fixtures.TreeDigest(t, tree)); len(d) != 0 {
 			t.Fatalf("%s changed or created %v", what, d)
 		}
 	}
@@ -182,7 +182,7 @@ func TestCronEndToEnd(t *testing.T) {
 	if dry.code != ExitClean || json.Unmarshal(detail(t, dry.stdout), &pr) != nil || len(pr.Trees[0].Runs) != 1+cycles {
 		t.Fatalf("prune --dry-run: %s", dry)
 	}
-	if d := cronDigestDiff(before, fixtures.TreeDigest(t, tree)); len(d) != 0 {
+	if d := fixtures.DigestDiff(before, fixtures.TreeDigest(t, tree)); len(d) != 0 {
 		t.Fatalf("prune --dry-run changed %v", d)
 	}
 	if p := pisess(t, "prune", "--keep-within", "24h"); p.code != ExitClean {
@@ -197,20 +197,4 @@ func TestCronEndToEnd(t *testing.T) {
 	}
 	os.Unsetenv(EnvClock)
 	noop("the no-op run after prune")
-}
-
-// cronDigestDiff lists the paths whose digest differs between a and b.
-func cronDigestDiff(a, b map[string]string) []string {
-	var out []string
-	for k, v := range a {
-		if b[k] != v {
-			out = append(out, k)
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	return out
 }

@@ -17,7 +17,6 @@ import (
 //   - verbose (-v): every item.
 type view struct {
 	quiet, verbose bool
-	strict         bool // migrate --strict: refused sessions are problems
 }
 
 // relTo shows path relative to the tree that holds it (the longest of

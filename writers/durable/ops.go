@@ -209,9 +209,9 @@ func osWrite(f *os.File, b []byte) (int, error) {
 	// Under -tags failpoints, PISESS_KILL_AFTER_BYTES may cut this write
 	// short and kill the process: the torn write a crash test wants.
 	if allow, kill := writeBudget(len(b)); kill {
-		n, _ := f.Write(b[:allow])
+		_, _ = f.Write(b[:allow])
 		killSelf("PISESS_KILL_AFTER_BYTES")
-		return n, io.ErrShortWrite
+		return allow, io.ErrShortWrite // not reached: killSelf does not return
 	}
 	return f.Write(b)
 }
