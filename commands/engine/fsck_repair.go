@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -501,6 +502,10 @@ func chmodFile(ops durable.Ops, path string, perm os.FileMode) error {
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("chmod %s: not a regular file", path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		// Another name of this inode may lie outside the tree.
+		return fmt.Errorf("chmod %s: %w (%d)", path, durable.ErrMultiLink, st.Nlink)
 	}
 	return f.Chmod(perm)
 }
