@@ -293,6 +293,24 @@ func hostileCases() []hostileCase {
 			}
 			return realUpgrade
 		}},
+		{name: "sidecar file hard-linked to a root file with a loose mode", tamper: func(t *testing.T, h *hostileTree) string {
+			idx := filepath.Join(strings.TrimSuffix(h.migrated, ".jsonl")+".v2", "index", "offsets.jsonl")
+			victim := filepath.Join(h.decoy, "index-copy")
+			b, err := os.ReadFile(idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(victim, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(idx); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(victim, idx); err != nil {
+				t.Skipf("hard link: %v", err)
+			}
+			return realMigrate
+		}},
 		{name: "session hard-linked to a root file", tamper: func(t *testing.T, h *hostileTree) string {
 			if err := os.Link(filepath.Join(h.decoy, "config.jsonl"), filepath.Join(h.tree, "--p--", "h.jsonl")); err != nil {
 				t.Skipf("hard link: %v", err)
