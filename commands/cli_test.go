@@ -260,3 +260,25 @@ func TestJSONProgress(t *testing.T) {
 		t.Errorf("progress lines %v, want plan then one per session", types)
 	}
 }
+
+// TestNotASessionOneAnswer: a .jsonl that is not a session, named or
+// found in a tree, is reported by every command as a notice, exit 0.
+func TestNotASessionOneAnswer(t *testing.T) {
+	root, _ := placeSession(t, exampleSession, "s.jsonl")
+	notes := filepath.Join(root, "--p--", "notes.jsonl")
+	if err := os.WriteFile(notes, []byte("{\"not\":\"a session\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"migrate", "-n"}, {"status"}, {"verify"}, {"fsck"}, {"upgrade", "-n"}} {
+		for _, p := range []string{root, notes} {
+			r := pisess(t, append(cmd, p)...)
+			if r.code != ExitClean || !strings.Contains(r.stdout, "notice: --p--/notes.jsonl: skipped, not a session") {
+				t.Errorf("%v %s: %s", cmd, p, r)
+			}
+			j := pisess(t, append(cmd, "--json", p)...).envelope(t)
+			if j["totals"].(map[string]any)["skippedEntries"] != float64(1) {
+				t.Errorf("%v %s --json: skippedEntries %v", cmd, p, j["totals"])
+			}
+		}
+	}
+}

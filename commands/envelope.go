@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"pisess/commands/engine"
+	"pisess/readers/discover"
 	"pisess/verify"
 	"pisess/writers/upgrade"
 	"pisess/writers/wire"
@@ -99,6 +100,7 @@ func (r *run) newEnvelope(code int) envelope {
 		e.Totals = classCounts(rep.Totals)
 		e.Totals["sessions"] = int64(len(rep.Sessions))
 	case engine.VerifyReport:
+		e.Trees = rep.Trees
 		for _, s := range rep.Sessions {
 			it := reportItem{Path: s.Path, SourceFormat: s.SourceFormat, Findings: []reportFinding{}}
 			switch {
@@ -223,6 +225,28 @@ func (r *run) newEnvelope(code int) envelope {
 		}
 		e.Totals = counts("runs", runs, "quarantineEntries", entries, "journalLines", lines)
 		e.Totals["bytes"] = bytes
+	}
+	var skipped []discover.Skipped
+	switch rep := r.value.(type) {
+	case engine.MigrateReport:
+		skipped = rep.Skipped
+	case engine.UpgradeReport:
+		skipped = rep.Skipped
+	case engine.StatusReport:
+		skipped = rep.Skipped
+	case engine.VerifyReport:
+		skipped = rep.Skipped
+	case engine.FsckReport:
+		for _, t := range rep.Trees {
+			skipped = append(skipped, t.Skipped...)
+		}
+	}
+	if skipped != nil {
+		for _, sk := range skipped {
+			e.Items = append(e.Items, reportItem{Path: sk.Path, Outcome: "skipped", Class: string(sk.Kind),
+				Findings: []reportFinding{{Code: "discover." + string(sk.Kind), Path: sk.Path, Detail: sk.Reason, Notice: true}}})
+		}
+		e.Totals["skippedEntries"] = int64(len(skipped))
 	}
 	if len(e.Trees) > 0 {
 		e.Tree = e.Trees[0]

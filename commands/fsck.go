@@ -124,6 +124,9 @@ func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 			}
 		}
 	}
+	for _, tr := range rep.Trees {
+		renderSkipped(w, []string{tr.Root}, tr.Skipped, v)
+	}
 	t := rep.Totals
 	var classes []string
 	for _, c := range engine.ClassOrder(t.Classes) {

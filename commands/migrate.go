@@ -154,6 +154,7 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 		}
 		tw.Flush()
 	}
+	renderSkipped(w, rep.Trees, rep.Skipped, v)
 	t := rep.Totals
 	parts := []string{fmt.Sprintf("%d session(s)", t.Sessions)}
 	for _, kv := range []struct {

@@ -167,8 +167,14 @@ func renderStatusSummary(w io.Writer, rep engine.StatusReport) {
 	fmt.Fprintln(w)
 }
 
-// renderStatusTrees says, per tree, what pisess keeps there.
+// renderStatusTrees says, per tree, what pisess keeps there, after the
+// entries that are not sessions.
 func renderStatusTrees(w io.Writer, rep engine.StatusReport) {
+	var roots []string
+	for _, t := range rep.Trees {
+		roots = append(roots, t.Root)
+	}
+	renderSkipped(w, roots, rep.Skipped, view{})
 	for _, t := range rep.Trees {
 		last := "no run yet"
 		if r := t.LastRun; r != nil {

@@ -107,6 +107,7 @@ func renderUpgrade(w io.Writer, rep engine.UpgradeReport, v view) {
 			renderUpgradeDetail(w, f)
 		}
 	}
+	renderSkipped(w, rep.Trees, rep.Skipped, v)
 	t := rep.Totals
 	parts := []string{fmt.Sprintf("%d file(s)", t.Files)}
 	for _, kv := range []struct {

@@ -87,6 +87,7 @@ func renderVerify(w io.Writer, rep engine.VerifyReport, v view) {
 			fmt.Fprintf(w, "  [%s] %s: %s\n", fd.Code, where, fd.Detail)
 		}
 	}
+	renderSkipped(w, rep.Trees, rep.Skipped, v)
 	skipped := len(rep.Sessions) - rep.Verified - rep.Stale - rep.Failed
 	fmt.Fprintf(w, "%d verified, %d stale, %d failed, %d without a sidecar\n", rep.Verified, rep.Stale, rep.Failed, skipped)
 }

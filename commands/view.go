@@ -1,7 +1,11 @@
 package commands
 
 import (
+	"fmt"
+	"io"
+
 	"path/filepath"
+	"pisess/readers/discover"
 	"strings"
 
 	"github.com/dustin/go-humanize"
@@ -44,4 +48,15 @@ func size[N int64 | uint64](n N) string {
 		n = 0
 	}
 	return humanize.IBytes(uint64(n))
+}
+
+// renderSkipped prints the entries that are not sessions as notices (not
+// with -q: they need no action), the same way in every command.
+func renderSkipped(w io.Writer, trees []string, sk []discover.Skipped, v view) {
+	if v.quiet {
+		return
+	}
+	for _, e := range sk {
+		fmt.Fprintf(w, "notice: %s: skipped, %s: %s\n", relTo(trees, e.Path), strings.ReplaceAll(string(e.Kind), "_", " "), e.Reason)
+	}
 }

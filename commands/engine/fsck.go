@@ -156,7 +156,7 @@ type treeRun struct {
 
 // tree checks (and repairs) one session tree under its tree lock.
 func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
-	out := FsckTree{Root: t.Root, Findings: []FsckFinding{}, Sessions: []FsckSession{}}
+	out := FsckTree{Root: t.Root, Findings: []FsckFinding{}, Sessions: []FsckSession{}, Skipped: append([]discover.Skipped{}, t.Skipped...)}
 	if t.SymlinkAncestor != "" {
 		// pi can open nothing here and pisess follows no symlink: not
 		// even the tree lock or the journal can be reached. Each session
@@ -189,7 +189,7 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 // stale is the holder text of a dead run whose lock was taken over. The
 // self-healing of migrate calls it too, under migrate's lock.
 func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string) (FsckTree, error) {
-	out := FsckTree{Root: t.Root, Findings: []FsckFinding{}, Sessions: []FsckSession{}}
+	out := FsckTree{Root: t.Root, Findings: []FsckFinding{}, Sessions: []FsckSession{}, Skipped: append([]discover.Skipped{}, t.Skipped...)}
 	j, err := ledger.OpenJournalWith(r.opt.Ops, t.Root)
 	if err != nil {
 		return out, fmt.Errorf("fsck %s: %w", t.Root, err)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"pisess/readers/discover"
 	"strings"
 
 	"pisess/verify"
@@ -118,6 +119,8 @@ type FsckTree struct {
 	Root     string        `json:"root"`
 	Findings []FsckFinding `json:"findings"`
 	Sessions []FsckSession `json:"sessions"`
+	// Skipped are entries that are not sessions (notices).
+	Skipped []discover.Skipped `json:"skippedEntries"`
 }
 
 // FsckTotals sums a report.

@@ -371,6 +371,13 @@ func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees [
 		if t.SymlinkAncestor != "" {
 			continue // nothing will be written there
 		}
+		if len(t.Sessions) == 0 && len(t.Leftovers) == 0 {
+			if _, err := os.Lstat(filepath.Join(t.Root, ledger.PisessDir)); err != nil {
+				// Nothing to do in a tree pisess never wrote (an empty or
+				// mistyped directory): leave no .pisess behind.
+				continue
+			}
+		}
 		l, stale, err := lockTreeWait(ctx, ops, t.Root, wait)
 		if err != nil {
 			unlockAll(locks)

@@ -62,6 +62,8 @@ type StatusReport struct {
 	// Trees is each tree's own state: its journal and quarantine sizes
 	// and its last run.
 	Trees []StatusTree `json:"trees"`
+	// Skipped are entries that are not sessions (notices).
+	Skipped []discover.Skipped `json:"skippedEntries"`
 }
 
 // StatusTree is what status says of a tree as a whole.
@@ -99,9 +101,10 @@ func Status(ctx context.Context, opt StatusOptions) (StatusReport, error) {
 	if err != nil {
 		return StatusReport{}, fmt.Errorf("status: %w", err)
 	}
-	rep := StatusReport{Sessions: []StatusEntry{}, Totals: map[verify.Class]int{}}
+	rep := StatusReport{Sessions: []StatusEntry{}, Totals: map[verify.Class]int{}, Skipped: []discover.Skipped{}}
 	for _, t := range trees {
 		rep.Trees = append(rep.Trees, statusTree(t.Root))
+		rep.Skipped = append(rep.Skipped, t.Skipped...)
 		last := lastMigrations(t.Root)
 		for _, s := range t.Sessions {
 			if err := ctx.Err(); err != nil {

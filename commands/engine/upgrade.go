@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -96,10 +95,9 @@ func Upgrade(ctx context.Context, opt UpgradeOptions) (UpgradeReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	named := namedFiles(opt.Paths)
 	for _, t := range trees {
 		rep.Trees = append(rep.Trees, t.Root)
-		t.Sessions = append(t.Sessions, piSessions(&t, named, &rep)...)
+		t.Sessions = append(t.Sessions, piSessions(&t, &rep)...)
 		if err := upgradeTree(ctx, opt, t, &rep, log); err != nil {
 			rep.Totals = upgradeTotals(rep.Files)
 			return rep, err
@@ -115,10 +113,9 @@ func Upgrade(ctx context.Context, opt UpgradeOptions) (UpgradeReport, error) {
 // piSessions returns the JSONL files discovery skipped as not a session
 // that pi reads as one (a header after blank lines or a byte-order mark,
 // which the reference refuses): those are exactly what an upgrade
-// normalizes. Other skipped entries stay in rep.Skipped, except a file
-// named on the command line, which is refused with the reason rather
-// than passed over in silence.
-func piSessions(t *discover.Tree, named map[string]bool, rep *UpgradeReport) []discover.Session {
+// normalizes. Other skipped entries go to rep.Skipped: reported as
+// notices, named on the command line or found in a tree alike.
+func piSessions(t *discover.Tree, rep *UpgradeReport) []discover.Session {
 	var out []discover.Session
 	for _, sk := range t.Skipped {
 		if sk.Kind == discover.SkipNotSession && filepath.Ext(sk.Path) == discover.ExtJSONL {
@@ -129,31 +126,13 @@ func piSessions(t *discover.Tree, named map[string]bool, rep *UpgradeReport) []d
 				continue
 			}
 		}
-		if named[sk.Path] {
-			rep.Files = append(rep.Files, upgrade.Result{Path: sk.Path, Status: upgrade.StatusRefused,
-				Problem: &upgrade.Problem{Class: readers.Class(sk.Kind), Reason: sk.Reason}})
-			continue
-		}
+		// Named or found, an entry that is not a session is a notice,
+		// as in every command.
 		rep.Skipped = append(rep.Skipped, sk)
 	}
 	return out
 }
 
-// namedFiles returns the absolute paths of the arguments that are not
-// directories.
-func namedFiles(paths []string) map[string]bool {
-	out := map[string]bool{}
-	for _, p := range paths {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			continue
-		}
-		if fi, err := os.Lstat(abs); err == nil && !fi.IsDir() {
-			out[abs] = true
-		}
-	}
-	return out
-}
 
 func checkUpgradeOptions(opt *UpgradeOptions) error {
 	if opt.CorrelationID == "" {

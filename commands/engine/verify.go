@@ -83,6 +83,10 @@ type VerifyReport struct {
 	Verified int             `json:"verified"`
 	Failed   int             `json:"failed"`
 	Stale    int             `json:"stale"`
+	// Skipped are entries that are not sessions, named or found: notices,
+	// as in every command.
+	Skipped []discover.Skipped `json:"skippedEntries"`
+	Trees   []string           `json:"trees"`
 }
 
 // Tally counts every session that did not verify as a problem left.
@@ -119,7 +123,7 @@ func Verify(ctx context.Context, opt VerifyOptions) (VerifyReport, error) {
 	if err != nil {
 		return VerifyReport{}, fmt.Errorf("verify: %w", err)
 	}
-	rep := VerifyReport{Sessions: []VerifySession{}}
+	rep := VerifyReport{Sessions: []VerifySession{}, Skipped: []discover.Skipped{}, Trees: []string{}}
 	for _, t := range trees {
 		for _, s := range t.Sessions {
 			if err := ctx.Err(); err != nil {
@@ -137,12 +141,8 @@ func Verify(ctx context.Context, opt VerifyOptions) (VerifyReport, error) {
 			}
 			rep.Sessions = append(rep.Sessions, v)
 		}
-		for _, sk := range t.Skipped {
-			if named[sk.Path] {
-				rep.Failed++
-				rep.Sessions = append(rep.Sessions, VerifySession{Path: sk.Path, Error: "not a session: " + sk.Reason})
-			}
-		}
+		rep.Skipped = append(rep.Skipped, t.Skipped...)
+		rep.Trees = append(rep.Trees, t.Root)
 	}
 	return rep, nil
 }
