@@ -133,7 +133,6 @@ func piSessions(t *discover.Tree, rep *UpgradeReport) []discover.Session {
 	return out
 }
 
-
 func checkUpgradeOptions(opt *UpgradeOptions) error {
 	if opt.CorrelationID == "" {
 		opt.CorrelationID = ledger.NewCorrelationID()
