@@ -92,7 +92,7 @@ func renderRollback(w io.Writer, rep engine.RollbackReport, v view) {
 		if v.quiet && s.Error == "" {
 			continue
 		}
-		fmt.Fprintf(w, "  %-20s %s\n", s.Action, s.Session)
+		fmt.Fprintf(w, "  %-20s %s\n", s.Action, relTo([]string{s.Tree}, s.Session))
 		if s.Detail != "" {
 			fmt.Fprintf(w, "  %-20s %s\n", "", s.Detail)
 		}

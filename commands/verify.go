@@ -52,15 +52,15 @@ func renderVerify(w io.Writer, rep engine.VerifyReport, v view) {
 		}
 		switch {
 		case s.Skipped:
-			fmt.Fprintf(w, "skipped  %s: %s\n", s.Path, s.Error)
+			fmt.Fprintf(w, "skipped  %s: %s\n", relTo(rep.Trees, s.Path), s.Error)
 			continue
 		case s.Verified:
-			fmt.Fprintf(w, "verified %s\n", s.Sidecar)
+			fmt.Fprintf(w, "verified %s\n", relTo(rep.Trees, s.Sidecar))
 		case s.Stale:
-			fmt.Fprintf(w, "stale    %s: stale, pi will not use it until refreshed (pisess migrate refreshes it)\n", s.Sidecar)
+			fmt.Fprintf(w, "stale    %s: stale, pi will not use it until refreshed (pisess migrate refreshes it)\n", relTo(rep.Trees, s.Sidecar))
 			continue
 		default:
-			fmt.Fprintf(w, "FAILED   %s\n", s.Path)
+			fmt.Fprintf(w, "FAILED   %s\n", relTo(rep.Trees, s.Path))
 		}
 		if s.Error != "" {
 			fmt.Fprintf(w, "  error: %s\n", s.Error)
