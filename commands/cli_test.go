@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"pisess/commands/engine"
+	"pisess/writers/durable"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestGlobalHelp(t *testing.T) {
@@ -279,6 +282,31 @@ func TestNotASessionOneAnswer(t *testing.T) {
 			if j["totals"].(map[string]any)["skippedEntries"] != float64(1) {
 				t.Errorf("%v %s --json: skippedEntries %v", cmd, p, j["totals"])
 			}
+		}
+	}
+}
+
+// TestLockWaitEverywhere: rollback and upgrade, like migrate, fsck and
+// prune, exit 32 at once on a locked tree, or wait with --lock-wait.
+func TestLockWaitEverywhere(t *testing.T) {
+	root, _ := placeSession(t, exampleSession, "s.jsonl")
+	if r := pisess(t, "migrate", "--correlation-id", "lockwait-run-01", root); r.code != ExitClean {
+		t.Fatalf("migrate: %s", r)
+	}
+	if err := os.WriteFile(filepath.Join(root, "--p--", "old.jsonl"), []byte(legacySession), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"rollback", "--tree", root, "lockwait-run-01"}, {"upgrade", root}} {
+		l, _, err := durable.OS.TryLockTree(engine.TreeLockPath(root))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := pisess(t, args...); r.code != ExitLocked {
+			t.Errorf("%v on a locked tree: %s", args, r)
+		}
+		go func() { time.Sleep(300 * time.Millisecond); l.Unlock() }()
+		if r := pisess(t, append(args, "--lock-wait", "10s")...); r.code != ExitClean {
+			t.Errorf("%v --lock-wait: %s", args, r)
 		}
 	}
 }

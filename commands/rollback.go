@@ -34,6 +34,7 @@ pisess rollback [--dry-run] [--json] --to-checkpoint N STORE
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what would be done; change nothing"},
 			&cli.StringSliceFlag{Name: "tree", Usage: "the session tree whose journal to read (repeatable; default: the default tree)"},
 			&cli.Uint64Flag{Name: "to-checkpoint", Usage: "roll STORE back to checkpoint `N`"},
+			lockWaitFlag(),
 			&cli.DurationFlag{Name: "lock-timeout", Value: engine.DefaultLockTimeout, Usage: "how long to wait for a session or store lock"},
 		},
 		Action: func(c *cli.Context) error {
@@ -42,7 +43,7 @@ pisess rollback [--dry-run] [--json] --to-checkpoint N STORE
 				return err
 			}
 			opt := engine.RollbackOptions{DryRun: c.Bool("dry-run"), Trees: c.StringSlice("tree"),
-				LockTimeout: c.Duration("lock-timeout"), Clock: clock}
+				LockTimeout: c.Duration("lock-timeout"), LockWait: c.Duration("lock-wait"), Clock: clock}
 			var a []string
 			if n := c.Uint64("to-checkpoint"); n > 0 {
 				if a, err = args(c, "STORE"); err != nil {

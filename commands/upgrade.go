@@ -44,6 +44,7 @@ renamed over. pisess rollback <correlation id> restores the originals.
 			jsonFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "show what would be written (ids, roles, new header); write nothing"},
 			&cli.StringFlag{Name: "correlation-id", Usage: "the run's correlation id (8-128 of A-Z a-z 0-9 . _ : -); default: a new UUID, printed"},
+			lockWaitFlag(),
 			&cli.DurationFlag{Name: "lock-timeout", Value: engine.DefaultLockTimeout, Usage: "how long to wait for a session lock before reporting the file busy"},
 		},
 		Action: func(c *cli.Context) error {
@@ -59,6 +60,7 @@ renamed over. pisess rollback <correlation id> restores the originals.
 				DryRun:        c.Bool("dry-run"),
 				CorrelationID: c.String("correlation-id"),
 				LockTimeout:   c.Duration("lock-timeout"),
+				LockWait:      c.Duration("lock-wait"),
 				Clock:         clock,
 			})
 			if rep.CorrelationID != "" {

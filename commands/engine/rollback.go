@@ -27,8 +27,11 @@ type RollbackOptions struct {
 	Checkpoint  uint64
 	DryRun      bool
 	LockTimeout time.Duration
-	Clock       func() time.Time
-	Ops         durable.Ops
+	// LockWait is how long to wait for a tree lock another run holds
+	// (--lock-wait); 0: exit 32 at once.
+	LockWait time.Duration
+	Clock    func() time.Time
+	Ops      durable.Ops
 }
 
 // RollbackSession is one session of a rollback by correlation id.
@@ -126,12 +129,8 @@ func Rollback(ctx context.Context, opt RollbackOptions) (RollbackReport, error) 
 			continue
 		}
 		if !opt.DryRun {
-			l, _, err := opt.Ops.TryLockTree(TreeLockPath(tree))
+			l, _, err := lockTreeWait(ctx, opt.Ops, tree, opt.LockWait)
 			if err != nil {
-				var held *durable.TreeLockedError
-				if errors.As(err, &held) {
-					return rep, treeLocked(err)
-				}
 				return rep, fmt.Errorf("lock tree %s: %w", tree, err)
 			}
 			defer l.Unlock()

@@ -32,6 +32,9 @@ type UpgradeOptions struct {
 	// LockTimeout bounds the wait for each session lock; 0 means
 	// DefaultLockTimeout.
 	LockTimeout time.Duration
+	// LockWait is how long to wait for a tree lock another run holds
+	// (--lock-wait); 0: exit 32 at once.
+	LockWait time.Duration
 	// Clock stamps journal notes; nil means the wall clock.
 	Clock func() time.Time
 	// Ops performs the file operations; the zero value is durable.OS.
@@ -193,7 +196,7 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 			need = need || needsUpgrade(s, versions[s.Path])
 		}
 		if need {
-			l, _, err := lockTreeForRepair(opt.Ops, t.Root)
+			l, _, err := lockTreeWait(ctx, opt.Ops, t.Root, opt.LockWait)
 			if err != nil {
 				return fmt.Errorf("upgrade %s: %w", t.Root, err)
 			}
