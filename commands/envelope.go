@@ -87,6 +87,9 @@ func (r *run) newEnvelope(code int) envelope {
 			"skippedEntries", len(rep.Skipped))
 		e.Totals["entries"], e.Totals["bytes"], e.Totals["sourceBytes"] = int64(t.Entries), int64(t.Bytes), t.SourceBytes
 	case engine.StatusReport:
+		for _, t := range rep.Trees {
+			e.Trees = append(e.Trees, t.Root)
+		}
 		for _, s := range rep.Sessions {
 			it := reportItem{Path: s.Path, SourceFormat: s.SourceFormat, Class: string(s.Class), Findings: []reportFinding{}}
 			if s.Reason != "" {

@@ -10,6 +10,7 @@ import (
 
 	"pisess/fixtures"
 	"pisess/readers/discover"
+	"pisess/verify"
 	"pisess/writers/durable"
 )
 
@@ -187,4 +188,35 @@ func BenchmarkMigrateNoop(b *testing.B) {
 	b.ReportMetric(float64(noop)/float64(stat), "x-stat")
 	// The no-op run beside the first run that migrated the same tree.
 	b.ReportMetric(float64(noop)/float64(b.N)/float64(first), "x-first-run")
+}
+
+// BenchmarkStatusBySize measures status of one migrated session of 10,000
+// and of 1,000,000 entries in the same run: status reads the manifest,
+// the index size and the source-state, never the frames, and scans no
+// large source, so the two times should be alike (the ratio is reported).
+func BenchmarkStatusBySize(b *testing.B) {
+	root := b.TempDir()
+	small, _ := migSession(b, filepath.Join(root, "small"), "small", 10_000)
+	large, _ := migSession(b, filepath.Join(root, "large"), "large", 1_000_000)
+	for _, tree := range []string{filepath.Join(root, "small"), filepath.Join(root, "large")} {
+		if _, err := Migrate(context.Background(), migOptions(tree)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	status := func(p string) time.Duration {
+		t0 := time.Now()
+		rep, err := Status(context.Background(), StatusOptions{Paths: []string{p}})
+		if err != nil || len(rep.Sessions) != 1 || rep.Sessions[0].Class != verify.ClassMigrated {
+			b.Fatalf("status %s: %+v %v", p, rep, err)
+		}
+		return time.Since(t0)
+	}
+	b.ResetTimer()
+	var ts, tl time.Duration
+	for i := 0; i < b.N; i++ {
+		ts += status(small)
+		tl += status(large)
+	}
+	b.ReportMetric(float64(tl.Microseconds())/float64(b.N)/1000, "ms-1M-entries")
+	b.ReportMetric(float64(tl)/float64(ts), "x-10k-entries")
 }

@@ -174,7 +174,7 @@ func statusOf(s discover.Session) StatusEntry {
 	if st.Entries > 0 || st.Class == verify.ClassMigrated || st.Class == verify.ClassStale {
 		e.Entries, e.HasEntries = st.Entries, true
 	}
-	if s.Format == readers.FormatJSONLv3 {
+	if s.Format == readers.FormatJSONLv3 && (s.Size <= statusScanLimit || !e.HasEntries) && s.Size <= statusScanMax {
 		name, lines, err := scanJSONL(s.Path)
 		if err == nil {
 			e.Name = name
@@ -188,6 +188,15 @@ func statusOf(s discover.Session) StatusEntry {
 	}
 	return e
 }
+
+// Status stays fast whatever a session's size (issue 14): the source is
+// scanned for its name (and, without a sidecar, its entry count) only up
+// to these sizes; above them the entry count comes from the sidecar's
+// manifest and the name is not shown (the JSON has it as null).
+const (
+	statusScanLimit = 16 << 20  // with a sidecar: name only
+	statusScanMax   = 256 << 20 // without one: the entry count too
+)
 
 // scanJSONL passes once over a JSONL session: the name of its last
 // session_info entry (parsing only lines that mention session_info) and
