@@ -170,7 +170,8 @@ func (r *run) app() *cli.App {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-format", Value: LogConsole, Usage: "log format: console (for people) or json (one object per line)"},
 			&cli.StringFlag{Name: "log-file", Usage: "append logs to `FILE` instead of stderr"},
-			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "least severe level logged: trace, debug, info, warn or error"},
+			&cli.StringFlag{Name: "log-level", Value: "info", DefaultText: "warn on stderr, info in a log file",
+				Usage: "least severe level logged: trace, debug, info, warn or error"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only what needs action, nothing when nothing does (for cron); logs on stderr only at error level"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "list every item of a report, not only problems and notices"},
 		},
