@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"os"
 	"path/filepath"
@@ -42,8 +43,10 @@ func discardReproducible(ops durable.Ops, j *ledger.Journal, known map[string]bo
 	if q != want {
 		return "", nil // not where this run's cutover puts it: not ours to judge
 	}
-	fi, err := os.Lstat(q)
-	if err != nil || !fi.IsDir() {
+	// Parents resolved without symlinks: a planted symlink on the way to
+	// the quarantine must not turn this removal into one outside the tree.
+	st, err := durable.Lstat(q)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return "", nil
 	}
 	if ok, err := builtByPisess(q, known); err != nil || !ok {
