@@ -344,6 +344,22 @@ func hostileCases() []hostileCase {
 			}
 			return realUpgrade
 		}},
+		{name: "stale session with the quarantine symlinked out (refresh, discard)", tamper: func(t *testing.T, h *hostileTree) string {
+			f, err := os.OpenFile(h.migrated, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(`{"type":"session_info","id":"zz000001","parentId":"e1f2a3b4","timestamp":"2026-01-05T11:00:00.000Z","name":"later"}` + "\n")
+			f.Close()
+			q := filepath.Join(h.tree, ledger.PisessDir, ledger.QuarantineDir)
+			if err := os.Rename(q, q+".old"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(h.decoy, q); err != nil {
+				t.Fatal(err)
+			}
+			return realMigrate
+		}},
 		{name: "oversized and garbage journal lines", forged: true, tamper: func(t *testing.T, h *hostileTree) string {
 			h.appendJournal(t, strings.Repeat("A", ledger.MaxJournalLine+1), "\x00\xff garbage", `{"schema":"pisess.journal_note.v1"}`)
 			return realUpgrade
