@@ -135,6 +135,11 @@ type scan struct {
 	chain          string
 	name           *string
 
+	// staged, when set, replaces the source (VerifiedStaged): the frames'
+	// ids, parents and types are digested, not parsed as typed entries.
+	staged      *Staged
+	entryDigest wire.EntryDigest
+
 	withSource    bool
 	sourceOK      bool // the source was read to its end without a refusal
 	sourceEntries uint64
@@ -227,6 +232,10 @@ func (sv *scan) frame(f wire.Frame, row wire.IndexRow) {
 	sv.bytes += row.ByteLength
 	sv.chain = wire.ChainStep(sv.chain, f.PayloadSHA256)
 	sv.parents[f.EntryID] = f.ParentEntryID
+	if sv.staged != nil {
+		sv.entryDigest.Add(f.EntryID, f.ParentEntryID, string(f.EntryType))
+		return
+	}
 	e, err := sv.dec.Decode(f.Payload)
 	problem := ""
 	switch {
@@ -407,6 +416,11 @@ func (sv *scan) report(storeDir string, opt Options) Report {
 		EntryCountMatch: sv.withSource && sv.sourceOK && sv.framesDone && sv.idsMatch && sv.entries == sv.sourceEntries,
 		HashChainMatch:  sv.withSource && sv.sourceOK && sv.framesDone && sv.chain == sv.sourceChain,
 		IndexConsistent: consistent,
+	}
+	if rec := sv.staged; rec != nil {
+		r.SourceEntries, r.SourceChainHash = rec.Entries, rec.ChainHash
+		r.Verification.EntryCountMatch = sv.framesDone && sv.entries == rec.Entries && sv.entryDigest.Sum() == rec.EntryDigest
+		r.Verification.HashChainMatch = sv.framesDone && sv.chain == rec.ChainHash
 	}
 	r.Invariants = sv.invariants()
 	return r

@@ -49,6 +49,10 @@ type StageResult struct {
 	// ChainHash is the hash chain after the last frame (the genesis value
 	// for an empty store).
 	ChainHash string
+	// Entries' ids, parents and types, in order, as the source gave them:
+	// with ChainHash, what verification compares the frames read back
+	// against, instead of reading the source again.
+	EntryDigest [32]byte
 }
 
 // Stage creates a store in dir (which must not exist, or be an empty
@@ -75,6 +79,7 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 			err = fmt.Errorf("stage %s: %w", dir, cerr)
 		}
 	}()
+	var digest wire.EntryDigest
 	for {
 		if err := ctx.Err(); err != nil {
 			return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
@@ -86,6 +91,7 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 		if err != nil {
 			return StageResult{}, fmt.Errorf("stage %s: read source: %w", dir, err)
 		}
+		digest.Add(e.ID, e.ParentID, e.Type)
 		row, err := w.Append(e.ID, e.ParentID, e.Type, e.Payload)
 		if err != nil {
 			return StageResult{}, fmt.Errorf("stage %s: entry %d (%s): %w", dir, e.Position, e.ID, err)
@@ -112,9 +118,10 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 		return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
 	}
 	return StageResult{
-		Manifest:  m,
-		Entries:   m.Counters.EntriesTotal,
-		Bytes:     m.Counters.BytesTotal,
-		ChainHash: m.Integrity.ChainHash,
+		Manifest:    m,
+		Entries:     m.Counters.EntriesTotal,
+		Bytes:       m.Counters.BytesTotal,
+		ChainHash:   m.Integrity.ChainHash,
+		EntryDigest: digest.Sum(),
 	}, nil
 }

@@ -276,9 +276,15 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		}
 		defer lock.Unlock()
 	}
-	fp, err := verify.Fingerprint(s.Path)
-	if err != nil {
-		return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("fingerprint %s: %w", s.Path, err))
+	// A JSONL source fingerprints itself while it is read (issue 14: one
+	// read of the source); the other formats are hashed first.
+	var fp *wire.SourceFingerprint
+	if s.Format != readers.FormatJSONLv3 {
+		f, err := verify.Fingerprint(s.Path)
+		if err != nil {
+			return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("fingerprint %s: %w", s.Path, err))
+		}
+		fp = &f
 	}
 	stagingParent := filepath.Dir(x.sidecar)
 	if env.DryRun {
@@ -316,6 +322,11 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	}
 	durable.Failpoint(fpBeforeStage)
 	st, err := writers.Stage(ctx, src, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: env.Ops})
+	rec := verify.Staged{HeaderID: src.Header().ID, SourceFormat: src.Header().Format,
+		Entries: st.Entries, ChainHash: st.ChainHash, EntryDigest: st.EntryDigest}
+	if err == nil {
+		err = x.sourceFingerprint(src, fp, &rec)
+	}
 	src.Close()
 	if err != nil {
 		return x.refusedOrFailed(res, err)
@@ -339,15 +350,10 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	}
 
 	durable.Failpoint(fpBeforeVerify)
-	src, err = s.Open()
-	if err != nil {
-		return x.refusedOrFailed(res, err)
-	}
-	passed, vrep, err := verify.Verified(ctx, src, staging, s.Path, verify.Options{
-		SourceFormat: s.Format, MaxSegmentBytes: env.MaxSegmentBytes, Fingerprint: &fp,
+	passed, vrep, err := verify.VerifiedStaged(ctx, rec, staging, s.Path, verify.Options{
+		SourceFormat: s.Format, MaxSegmentBytes: env.MaxSegmentBytes,
 		Accept: &verify.AcceptOptions{OwnerUID: uid, OwnerGID: gid},
 	})
-	src.Close()
 	v := vrep.Verification
 	res.Verification = &VerificationInfo{EntryCountMatch: v.EntryCountMatch, HashChainMatch: v.HashChainMatch, IndexConsistent: v.IndexConsistent}
 	if err != nil {
@@ -387,10 +393,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	// The lock keeps pi out, but a writer that ignores it (the TypeScript
 	// pi takes none) may have changed the file: never install a sidecar
 	// that claims a fingerprint the source no longer has.
-	if now, err := verify.Fingerprint(s.Path); err != nil || !sameFingerprint(now, fp) {
-		if err == nil {
-			err = errors.New("the source changed after it was read; the next run will migrate it")
-		}
+	if err := sourceUnchanged(s.Path, rec); err != nil {
 		return x.failed(res, wire.ErrorClassAtomicityViolation, v, err)
 	}
 	durable.Failpoint(fpBeforeCutover)
@@ -420,6 +423,50 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// sourceFingerprint fills rec's fingerprint: the one a JSONL source took
+// while it was read, or fp, taken before the read.
+func (x *session) sourceFingerprint(src readers.Source, fp *wire.SourceFingerprint, rec *verify.Staged) error {
+	if fp != nil {
+		rec.Fingerprint = *fp
+		return nil
+	}
+	js, ok := src.(*jsonl.Source)
+	if !ok {
+		return fmt.Errorf("%s: a %T source cannot fingerprint itself", x.s.Path, src)
+	}
+	f, ok := verify.FingerprintFrom(js.FileInfo(), js.Size(), js.SHA256())
+	if !ok {
+		return fmt.Errorf("fingerprint %s: %w", x.s.Path, verify.ErrSourceChanged)
+	}
+	rec.Fingerprint, rec.Info = f, js.FileInfo()
+	return nil
+}
+
+// sourceUnchanged checks, just before the cutover, that the source is still
+// what the sidecar will claim: by its status when the read took it (any
+// write moves the change time), else by hashing it again.
+func sourceUnchanged(path string, rec verify.Staged) error {
+	stale := errors.New("the source changed after it was read; the next run will migrate it")
+	if rec.Info != nil {
+		now, err := os.Lstat(path)
+		if err != nil {
+			return fmt.Errorf("%w (%v)", stale, err)
+		}
+		if !verify.SameStatus(rec.Info, now) {
+			return stale
+		}
+		return nil
+	}
+	now, err := verify.Fingerprint(path)
+	if err != nil {
+		return fmt.Errorf("%w (%v)", stale, err)
+	}
+	if !sameFingerprint(now, rec.Fingerprint) {
+		return stale
+	}
+	return nil
+}
 
 func sameFingerprint(a, b wire.SourceFingerprint) bool {
 	if a.ByteLength != b.ByteLength || a.SHA256 != b.SHA256 {

@@ -3,6 +3,7 @@ package wire
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"hash/crc32"
 )
 
@@ -59,4 +60,35 @@ func ManifestHash(m Manifest) string {
 	m.Integrity.ManifestHash = ""
 	sum := sha256.Sum256(AppendCompact(nil, m.value()))
 	return hex.EncodeToString(sum[:])
+}
+
+// EntryDigest accumulates the (id, parent, type) of a sequence of entries:
+// the writer's side of what a staging store was meant to hold, compared
+// with the same digest of the frames read back (verify.VerifiedStaged), so
+// that the source need not be parsed a second time. Payloads are covered
+// by the hash chain.
+type EntryDigest struct {
+	h   hash.Hash
+	buf []byte
+}
+
+// Add appends one entry. The fields are separated by bytes that no entry
+// id or type contains (§2: ids match ^[A-Za-z0-9_-]+$).
+func (d *EntryDigest) Add(id, parent, typ string) {
+	if d.h == nil {
+		d.h = sha256.New()
+	}
+	d.buf = append(append(append(append(append(append(d.buf[:0], id...), 0), parent...), 0), typ...), '\n')
+	d.h.Write(d.buf)
+}
+
+// Sum is the digest of the entries added so far (that of no entry when
+// none was).
+func (d *EntryDigest) Sum() [32]byte {
+	var out [32]byte
+	if d.h == nil {
+		return sha256.Sum256(nil)
+	}
+	d.h.Sum(out[:0])
+	return out
 }
