@@ -141,7 +141,37 @@ func (j *Journal) Tree() string { return j.tree }
 //
 // Paths inside the tree are stored tree-relative; a record naming a path
 // that a reader would refuse as forged is not written.
-func (j *Journal) Append(rec Record) error {
+func (j *Journal) Append(rec Record) error { return j.append(rec, true) }
+
+// AppendUnsynced is Append without the fsync, for records that no recovery
+// depends on (a session's planned, staging_copy and integrity_check
+// events, its completed event): the record reaches the disk with the next
+// Append (whose fsync writes back the whole file), a seal of the same
+// filesystem (durable.Ops.SealTree) or Sync. A crash can lose it, as it can
+// lose a record the run had not yet written: what recovery reads —
+// cutover_commit and the notes — is always appended with Append. The
+// journal's first record is always synced, with its directory entry.
+func (j *Journal) AppendUnsynced(rec Record) error { return j.append(rec, false) }
+
+// Sync makes every record appended so far durable (the end of a run).
+func (j *Journal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	f, err := openRegular(j.ops, j.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("journal sync: %w", err)
+	}
+	defer f.Close()
+	if err := j.ops.SyncFile(f); err != nil {
+		return fmt.Errorf("journal sync %s: %w", j.path, err)
+	}
+	return nil
+}
+
+func (j *Journal) append(rec Record, sync bool) error {
 	if err := checkPaths(j.tree, rec); err != nil {
 		return err
 	}
@@ -173,7 +203,9 @@ func (j *Journal) Append(rec Record) error {
 			return fmt.Errorf("journal append: terminate torn line: %w", err)
 		}
 	}
-	if err := j.ops.AppendLine(j.path, line); err != nil {
+	ops := j.ops
+	ops.DeferSync = ops.DeferSync || (!sync && exists)
+	if err := ops.AppendLine(j.path, line); err != nil {
 		return fmt.Errorf("journal append: %w", err)
 	}
 	if !exists {

@@ -167,7 +167,9 @@ func Cutover(ctx context.Context, p verify.Passed, c CutoverSpec) (CutoverResult
 		Outcome:       wire.OutcomeOK,
 		CorrelationID: c.CorrelationID,
 	}
-	if err := c.Journal.Append(ledger.EventRecord(ev)); err != nil {
+	// The intent and the installed note reach the disk together, with the
+	// note's fsync, before anything is renamed.
+	if err := c.Journal.AppendUnsynced(ledger.EventRecord(ev)); err != nil {
 		return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
 	}
 	installed := ledger.Note{

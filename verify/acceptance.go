@@ -68,6 +68,12 @@ func Acceptance(storeDir, sessionPath string, opt AcceptOptions) []Finding {
 // storeChecks adds the findings of Acceptance to out and returns the opened
 // store (nil when it cannot be opened: the findings say why).
 func storeChecks(out *findings, storeDir, sessionPath string, opt AcceptOptions) *store.Store {
+	return storeChecksSummary(out, storeDir, sessionPath, opt, nil)
+}
+
+// storeChecksSummary is storeChecks that also fills sum, when not nil, with
+// what store.CheckSummary recomputed from the frames.
+func storeChecksSummary(out *findings, storeDir, sessionPath string, opt AcceptOptions, sum *store.Summary) *store.Store {
 	root, err := filepath.Abs(storeDir)
 	if err != nil {
 		out.add(Finding{Code: CodeUnreadable, Class: ClassCorrupt, Path: storeDir, Detail: err.Error()})
@@ -112,7 +118,13 @@ func storeChecks(out *findings, storeDir, sessionPath string, opt AcceptOptions)
 	if max <= 0 {
 		max = wire.MaxSegmentBytes
 	}
-	for _, p := range st.Check() {
+	var problems []store.Problem
+	if sum != nil {
+		problems, *sum = st.CheckSummary()
+	} else {
+		problems = st.Check()
+	}
+	for _, p := range problems {
 		if f, ok := fromProblem(root, max, p); ok {
 			out.add(f)
 		}

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"pisess/readers"
+	"pisess/writers/store"
 	"pisess/writers/wire"
 )
 
@@ -55,11 +56,21 @@ func VerifiedStaged(ctx context.Context, rec Staged, stagingDir, sessionPath str
 		accept.SourceFormat = rec.SourceFormat
 	}
 	accept.MaxSegmentBytes = opt.MaxSegmentBytes
-	sv := &scan{out: findings{session: sessionPath}, staged: &rec}
-	st := storeChecks(&sv.out, stagingDir, sessionPath, accept)
-	if err := sv.run(ctx, st, nil, sessionPath); err != nil {
-		return Passed{}, Report{}, err
+	if err := ctx.Err(); err != nil {
+		return Passed{}, Report{}, fmt.Errorf("verify: %w", err)
 	}
+	// store.Check reads back and checks every frame (CRC against its row,
+	// members, coverage, parents closed and acyclic, chain and counters
+	// against the manifest): its summary is the store's side, with no
+	// second pass over the frames.
+	sv := &scan{out: findings{session: sessionPath}, staged: &rec, typedOK: true}
+	var sum store.Summary
+	st := storeChecksSummary(&sv.out, stagingDir, sessionPath, accept, &sum)
+	sv.framesDone = st != nil && sum.FramesOK
+	if !sv.framesDone {
+		sv.iterErr = errors.New("not every frame of the staging store could be read back and checked")
+	}
+	sv.entries, sv.bytes, sv.chain, sv.stagedDigest = sum.Entries, sum.Bytes, sum.ChainHash, sum.EntryDigest
 	sv.compareStaged(sessionPath)
 	rep := sv.report(stagingDir, opt)
 	if err := sourceStill(&rep, rec, sessionPath); err != nil {
@@ -78,7 +89,7 @@ func (sv *scan) compareStaged(sessionPath string) {
 	if !sv.framesDone {
 		return // the store's damage is the finding
 	}
-	if sv.entries != rec.Entries || sv.entryDigest.Sum() != rec.EntryDigest {
+	if sv.entries != rec.Entries || sv.stagedDigest != rec.EntryDigest {
 		sv.out.add(Finding{Code: CodeEntriesSource, Class: ClassCorrupt, Path: sessionPath,
 			Detail: fmt.Sprintf("the store read back holds %d entries whose ids, parents or types differ from the %d read from the source", sv.entries, rec.Entries),
 			Repair: RepairRebuild})

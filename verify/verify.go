@@ -135,10 +135,10 @@ type scan struct {
 	chain          string
 	name           *string
 
-	// staged, when set, replaces the source (VerifiedStaged): the frames'
-	// ids, parents and types are digested, not parsed as typed entries.
-	staged      *Staged
-	entryDigest wire.EntryDigest
+	// staged, when set, replaces the source (VerifiedStaged), and
+	// stagedDigest is the store's side of rec.EntryDigest.
+	staged       *Staged
+	stagedDigest [32]byte
 
 	withSource    bool
 	sourceOK      bool // the source was read to its end without a refusal
@@ -232,10 +232,6 @@ func (sv *scan) frame(f wire.Frame, row wire.IndexRow) {
 	sv.bytes += row.ByteLength
 	sv.chain = wire.ChainStep(sv.chain, f.PayloadSHA256)
 	sv.parents[f.EntryID] = f.ParentEntryID
-	if sv.staged != nil {
-		sv.entryDigest.Add(f.EntryID, f.ParentEntryID, string(f.EntryType))
-		return
-	}
 	e, err := sv.dec.Decode(f.Payload)
 	problem := ""
 	switch {
@@ -419,7 +415,7 @@ func (sv *scan) report(storeDir string, opt Options) Report {
 	}
 	if rec := sv.staged; rec != nil {
 		r.SourceEntries, r.SourceChainHash = rec.Entries, rec.ChainHash
-		r.Verification.EntryCountMatch = sv.framesDone && sv.entries == rec.Entries && sv.entryDigest.Sum() == rec.EntryDigest
+		r.Verification.EntryCountMatch = sv.framesDone && sv.entries == rec.Entries && sv.stagedDigest == rec.EntryDigest
 		r.Verification.HashChainMatch = sv.framesDone && sv.chain == rec.ChainHash
 	}
 	r.Invariants = sv.invariants()

@@ -60,7 +60,9 @@ type StageResult struct {
 // id, parent, type and payload bytes exactly as src gives them, then the
 // manifest (sessionId the header's ID, sourceFormat the header's Format),
 // then opt.Events and opt.SourceState when given, and finally seals it
-// (every file and directory fsynced). It does not close src.
+// (every file and directory fsynced) — unless opt.Ops.DeferSync, when the
+// caller seals it with opt.Ops.SealTree once it has written the rest. It
+// does not close src.
 //
 // Stage never installs anything and never removes anything: on error, dir
 // may hold a partial store, which the caller owns and must quarantine or
@@ -114,7 +116,13 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 			return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
 		}
 	}
-	if err := w.Seal(); err != nil {
+	if opt.Ops.DeferSync {
+		// The caller writes more into the store (after verification) and
+		// seals it once with Ops.SealTree: flush to the kernel only.
+		if err := w.Close(); err != nil {
+			return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
+		}
+	} else if err := w.Seal(); err != nil {
 		return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
 	}
 	return StageResult{

@@ -11,11 +11,12 @@ import "pisess/writers/durable"
 // cutover on, rollback.Cutover's failpoints describe what it leaves.
 const (
 	fpBeforeStage       = "engine.before-stage"        // session locked and fingerprinted, no staging directory yet
-	fpAfterStage        = "engine.after-stage"         // staging store sealed, staging_copy not yet recorded
+	fpAfterStage        = "engine.after-stage"         // staging store written (not yet durable), staging_copy not yet recorded
 	fpBeforeVerify      = "engine.before-verify"       // staging_copy recorded, staging owned by the session's owner
 	fpAfterVerify       = "engine.after-verify"        // verified, integrity_check recorded
 	fpBeforeSourceState = "engine.before-source-state" // the store's own ledger written, no source-state.json
-	fpAfterSourceState  = "engine.after-source-state"  // clean source-state.json in the staging store
+	fpAfterSourceState  = "engine.after-source-state"  // clean source-state.json in the staging store, not yet sealed
+	fpAfterStagingSeal  = "engine.after-staging-seal"  // the staging store and the journal so far durable (one syncfs)
 	fpBeforeCutover     = "engine.before-cutover"      // the source's fingerprint re-checked: about to cut over
 	fpAfterCutover      = "engine.after-cutover"       // installed, completed not yet recorded
 	fpAfterCompleted    = "engine.after-completed"     // completed recorded, session lock still held
@@ -25,7 +26,7 @@ func init() {
 	for _, name := range []string{
 		fpBeforeStage, fpAfterStage,
 		fpBeforeVerify, fpAfterVerify,
-		fpBeforeSourceState, fpAfterSourceState,
+		fpBeforeSourceState, fpAfterSourceState, fpAfterStagingSeal,
 		fpBeforeCutover, fpAfterCutover,
 		fpAfterCompleted,
 	} {

@@ -270,6 +270,14 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		}
 	})
 	rep.Totals = totals(rep.Sessions)
+	for root, j := range journals {
+		// The sessions' progress records were appended without their own
+		// fsync (ledger.Journal.AppendUnsynced): make them durable before
+		// the run reports.
+		if err := j.Sync(); err != nil {
+			log.Warn().Err(err).Str("tree", root).Msg("journal not synced")
+		}
+	}
 	if !opt.DryRun {
 		known := map[*ledger.Journal]map[string]bool{}
 		for i, jb := range jobs {

@@ -39,17 +39,18 @@ func TestMigrateInjectedFaults(t *testing.T) {
 		{"ENOSPC on the index write", durable.FaultRule{Op: durable.FaultWrite, Pattern: "offsets.jsonl", Err: syscall.ENOSPC}, false, false},
 		{"ENOSPC on the store ledger", durable.FaultRule{Op: durable.FaultWrite, Pattern: "ledger.jsonl", Err: syscall.ENOSPC, Skip: 2}, false, false},
 		{"ENOSPC on source-state.json", durable.FaultRule{Op: durable.FaultWrite, Pattern: "source-state.json", Err: syscall.ENOSPC}, false, false},
-		{"EIO on a segment fsync", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.seg", Err: syscall.EIO}, false, false},
-		{"EIO on the manifest temp fsync", durable.FaultRule{Op: durable.FaultSync, Pattern: "manifest.json.tmp", Err: syscall.EIO}, false, false},
-		{"EIO on the staging directory fsync", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.v2.staging.*", Err: syscall.EIO}, false, false},
+		// The staging store is written without fsyncs and sealed by one
+		// syncfs on its directory, which reports the writeback error of
+		// any of its files.
+		{"EIO on the staging seal", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.v2.staging.*", Err: syscall.EIO}, false, false},
 		{"EACCES on the manifest temp rename", durable.FaultRule{Op: durable.FaultRename, Pattern: "manifest.json.tmp", Err: syscall.EACCES}, false, false},
 		{"EACCES on the staging to sidecar rename", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.staging.*", Err: syscall.EACCES}, false, false},
 		{"EACCES on the staging to sidecar rename, refresh", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.staging.*", Err: syscall.EACCES}, true, false},
 		{"EACCES on displacing the old sidecar", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.backup.*", Err: syscall.EACCES}, true, false},
-		{"EIO on a segment fsync, refresh", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.seg", Err: syscall.EIO}, true, false},
-		// The session directory is fsynced when the staging directory is
-		// made, then after the install rename.
-		{"EIO on the directory fsync after the install", durable.FaultRule{Op: durable.FaultSync, Pattern: "--home-u-proj--", Err: syscall.EIO, Skip: 1}, false, true},
+		{"EIO on the staging seal, refresh", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.v2.staging.*", Err: syscall.EIO}, true, false},
+		// The session directory is fsynced once: after the install rename
+		// (the staging directory's creation is sealed with the store).
+		{"EIO on the directory fsync after the install", durable.FaultRule{Op: durable.FaultSync, Pattern: "--home-u-proj--", Err: syscall.EIO}, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

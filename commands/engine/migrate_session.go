@@ -184,7 +184,13 @@ func RebuildSidecar(ctx context.Context, env Env, s discover.Session, correlatio
 	if env.MaxSegmentBytes == 0 {
 		env.MaxSegmentBytes = wire.MaxSegmentBytes
 	}
-	return build(ctx, env, s, res, correlationID)
+	res = build(ctx, env, s, res, correlationID)
+	if !env.DryRun {
+		if err := env.Journal.Sync(); err != nil {
+			res.Notes = append(res.Notes, err.Error())
+		}
+	}
+	return res
 }
 
 func refusedInfo(r *readers.RefusedError, reason string) *ErrorInfo {
@@ -220,10 +226,26 @@ func (x *session) event(phase wire.Phase, v wire.Verification, outcome wire.Outc
 
 // journal appends an event to the tree journal (nothing in a dry run).
 func (x *session) journal(ev wire.MigrationEvent) error {
+	return x.journalEvent(ev, true)
+}
+
+// progress appends an event that no recovery reads (planned, staging_copy,
+// integrity_check, completed) without its own fsync: the staging seal, the
+// cutover's synced records or the end of the run make it durable
+// (ledger.Journal.AppendUnsynced).
+func (x *session) progress(ev wire.MigrationEvent) error {
+	return x.journalEvent(ev, false)
+}
+
+func (x *session) journalEvent(ev wire.MigrationEvent, sync bool) error {
 	if x.env.DryRun || x.env.Journal == nil {
 		return nil
 	}
-	if err := x.env.Journal.Append(ledger.EventRecord(ev)); err != nil {
+	app := x.env.Journal.AppendUnsynced
+	if sync {
+		app = x.env.Journal.Append
+	}
+	if err := app(ledger.EventRecord(ev)); err != nil {
 		return fmt.Errorf("journal %s event: %w", ev.Phase, err)
 	}
 	return nil
@@ -258,7 +280,7 @@ func (x *session) failed(res SessionResult, class wire.ErrorClass, v wire.Verifi
 func build(ctx context.Context, env Env, s discover.Session, res SessionResult, correlationID string) SessionResult {
 	x := &session{env: env, s: s, correlation: correlationID, migrationID: uuid.NewString(), sidecar: discover.SidecarPath(s.Path)}
 	none := wire.Verification{}
-	if err := x.journal(x.event(wire.PhasePlanned, none, wire.OutcomeOK, "")); err != nil {
+	if err := x.progress(x.event(wire.PhasePlanned, none, wire.OutcomeOK, "")); err != nil {
 		return fail(res, "operational", err)
 	}
 	if !env.DryRun {
@@ -321,7 +343,12 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 			Reason: fmt.Sprintf("session id %q is not a UUID: the reference's manifest requires one (pi allows custom ids); the session stays on its JSONL", id)})
 	}
 	durable.Failpoint(fpBeforeStage)
-	st, err := writers.Stage(ctx, src, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: env.Ops})
+	// The staging store is written without a single fsync and sealed
+	// once, after its ledger and source state, before the cutover: it is
+	// invisible to pi until then (issue 14).
+	sops := env.Ops
+	sops.DeferSync = true
+	st, err := writers.Stage(ctx, src, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops})
 	rec := verify.Staged{HeaderID: src.Header().ID, SourceFormat: src.Header().Format,
 		Entries: st.Entries, ChainHash: st.ChainHash, EntryDigest: st.EntryDigest}
 	if err == nil {
@@ -333,7 +360,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	}
 	durable.Failpoint(fpAfterStage)
 	res.Entries, res.Bytes = st.Entries, st.Bytes
-	if err := x.journal(x.event(wire.PhaseStagingCopy, none, wire.OutcomeOK, "")); err != nil {
+	if err := x.progress(x.event(wire.PhaseStagingCopy, none, wire.OutcomeOK, "")); err != nil {
 		return fail(res, "operational", err)
 	}
 	uid, gid := -1, -1
@@ -363,7 +390,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		}
 		return x.refusedOrFailed(res, err)
 	}
-	if err := x.journal(x.event(wire.PhaseIntegrityCheck, v, wire.OutcomeOK, "")); err != nil {
+	if err := x.progress(x.event(wire.PhaseIntegrityCheck, v, wire.OutcomeOK, "")); err != nil {
 		return fail(res, "operational", err)
 	}
 	durable.Failpoint(fpAfterVerify)
@@ -380,16 +407,20 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		if ph == wire.PhasePlanned || ph == wire.PhaseStagingCopy {
 			ev.Verification = none
 		}
-		if err := ledger.AppendStoreEventWith(env.Ops, staging, ev); err != nil {
+		if err := ledger.AppendStoreEventWith(sops, staging, ev); err != nil {
 			return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("store ledger: %w", err))
 		}
 	}
 	state := wire.SourceState{State: wire.SourceClean, SourceFingerprint: ptr(passed.Fingerprint())}
 	durable.Failpoint(fpBeforeSourceState)
-	if err := env.Ops.WriteFileInPlace(filepath.Join(staging, "source-state.json"), wire.AppendSourceState(nil, state), 0o600); err != nil {
+	if err := sops.WriteFileInPlace(filepath.Join(staging, "source-state.json"), wire.AppendSourceState(nil, state), 0o600); err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("source state: %w", err))
 	}
 	durable.Failpoint(fpAfterSourceState)
+	if err := env.Ops.SealTree(staging); err != nil {
+		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("staging: %w", err))
+	}
+	durable.Failpoint(fpAfterStagingSeal)
 	// The lock keeps pi out, but a writer that ignores it (the TypeScript
 	// pi takes none) may have changed the file: never install a sidecar
 	// that claims a fingerprint the source no longer has.
@@ -414,7 +445,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	if cut.Warning != "" {
 		res.Notes = append(res.Notes, cut.Warning)
 	}
-	if err := x.journal(x.event(wire.PhaseCompleted, v, wire.OutcomeOK, "")); err != nil {
+	if err := x.progress(x.event(wire.PhaseCompleted, v, wire.OutcomeOK, "")); err != nil {
 		res.Notes = append(res.Notes, "installed, but "+err.Error())
 	}
 	durable.Failpoint(fpAfterCompleted)

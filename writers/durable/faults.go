@@ -57,6 +57,14 @@ func FaultyOps(rules ...FaultRule) Ops {
 		}
 		return OS.Sync(file)
 	}
+	o.SyncFS = func(file *os.File) error {
+		// A seal flushes what the per-file fsyncs would have: a sync rule
+		// on the sealed directory fires here.
+		if err := f.check(FaultSync, file.Name()); err != nil {
+			return &os.PathError{Op: "syncfs", Path: file.Name(), Err: err}
+		}
+		return OS.SyncFS(file)
+	}
 	o.RenameAt = func(oldpath, newpath string, noReplace bool) error {
 		if err := f.check(FaultRename, oldpath, newpath); err != nil {
 			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}

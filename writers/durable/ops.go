@@ -32,6 +32,16 @@ type Ops struct {
 	RenameAt func(oldpath, newpath string, noReplace bool) error
 	// Remove unlinks the non-directory path.
 	Remove func(path string) error
+	// SyncFS flushes the whole filesystem that holds the open f
+	// (syncfs(2)): the one seal of a staging store written with
+	// DeferSync (see [Ops.SealTree]).
+	SyncFS func(f *os.File) error
+
+	// DeferSync turns every fsync of the helpers into nothing: for the
+	// files and directories of a staging store, invisible to pi until its
+	// rename, which one [Ops.SealTree] makes durable before that rename
+	// (issue 14: a handful of sync calls per session, not thirty).
+	DeferSync bool
 }
 
 // OS is the Ops that uses the operating system. Its fields are set (rather
@@ -44,6 +54,7 @@ var OS = Ops{
 	Sync:     osSync,
 	RenameAt: renameAt,
 	Remove:   removeAt,
+	SyncFS:   osSyncFS,
 }
 
 func (o Ops) openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
@@ -61,11 +72,18 @@ func (o Ops) write(f *os.File, b []byte) (int, error) {
 }
 
 func (o Ops) sync(f *os.File) error {
+	if o.DeferSync {
+		return nil
+	}
 	if o.Sync != nil {
 		return o.Sync(f)
 	}
 	return osSync(f)
 }
+
+// SyncFile fsyncs the open file f through the Sync seam (nothing with
+// DeferSync).
+func (o Ops) SyncFile(f *os.File) error { return o.sync(f) }
 
 func (o Ops) renameAt(oldpath, newpath string, noReplace bool) error {
 	if o.RenameAt != nil {
@@ -217,6 +235,13 @@ func osWrite(f *os.File, b []byte) (int, error) {
 }
 
 func osSync(f *os.File) error { return f.Sync() }
+
+func osSyncFS(f *os.File) error {
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		return &os.PathError{Op: "syncfs", Path: f.Name(), Err: err}
+	}
+	return nil
+}
 
 // splitPath returns the parent directory and final name of path, refusing
 // names that cannot be created or renamed ("", ".", "..", "/").

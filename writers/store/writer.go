@@ -343,7 +343,8 @@ func (w *Writer) flush() error {
 }
 
 // Seal flushes the buffers and fsyncs every file and directory of the
-// store, each directory after its contents (durable.SyncTree). A staging
+// store, each directory after its contents (durable.SyncTree), or, for a
+// writer whose Ops defer syncs, seals it with one durable.SealTree. A staging
 // store is invisible until cutover renames it into place, so this one
 // durable seal, before verification and the rename, stands in for the
 // reference's fsync after every frame: a crash before it loses only a
@@ -353,7 +354,11 @@ func (w *Writer) Seal() error {
 		return fmt.Errorf("seal %s: %w", w.root, err)
 	}
 	durable.Failpoint(fpBeforeSeal)
-	if err := w.ops.SyncTree(w.root); err != nil {
+	seal := w.ops.SyncTree
+	if w.ops.DeferSync {
+		seal = w.ops.SealTree
+	}
+	if err := seal(w.root); err != nil {
 		w.err = err
 		return fmt.Errorf("seal %s: %w", w.root, err)
 	}
