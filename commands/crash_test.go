@@ -110,7 +110,7 @@ func TestCrashMigrate(t *testing.T) {
 		"engine.after-completed",
 		"rollback.before-backup-rename", "rollback.after-backup-rename", "rollback.before-install-rename",
 		"rollback.after-install-rename", "rollback.before-quarantine-backup", "rollback.after-quarantine-backup",
-		"rollback.after-displaced-note", "store.before-seal", "durable.before-sync", "durable.before-rename")
+		"rollback.after-displaced-note", "engine.after-staging-seal", "durable.before-sync", "durable.before-rename")
 
 	// Torn writes: kill after n bytes, n evenly spaced over what a whole
 	// run writes, enough of them for the 200 kill points.
