@@ -33,7 +33,9 @@ type Source struct {
 	digest [32]byte
 	graph  *normalize.Builder
 	lr     *normalize.LineReader // pass 2
-	err    error                 // sticky: io.EOF or the refusal that ended the stream
+	err    error                 // sticky: io.EOF, the refusal that ended the stream, or os.ErrClosed
+	// readAtClose is BytesRead once Close has released the line reader.
+	readAtClose int64
 	// dec decodes the lines of both passes and fdec those fetch re-reads:
 	// a Decoder's entry lives until its next Decode, and fetch runs while
 	// a pass-2 entry is still being resolved.
@@ -51,11 +53,13 @@ func Open(path string, opt Options) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{path: path, f: f, info: info, graph: &normalize.Builder{Path: path, Unit: "line"}}
+	s.lr = normalize.NewLineReader(io.NewSectionReader(f, 0, math.MaxInt64), normalize.LineBufferSize, MaxLineBytes, true)
 	if err := s.scan(opt); err != nil {
-		f.Close()
+		s.Close()
 		return nil, err
 	}
-	s.lr = normalize.NewLineReader(io.NewSectionReader(f, 0, math.MaxInt64), normalize.LineBufferSize, MaxLineBytes, true)
+	// Pass 2 reads through pass 1's buffers.
+	s.lr.Restart(io.NewSectionReader(f, 0, math.MaxInt64))
 	return s, nil
 }
 
@@ -67,7 +71,12 @@ func (s *Source) Size() int64 { return s.size }
 
 // BytesRead is how many bytes Next has consumed so far; it equals Size once
 // Next has returned io.EOF.
-func (s *Source) BytesRead() int64 { return s.lr.Offset() }
+func (s *Source) BytesRead() int64 {
+	if s.lr == nil {
+		return s.readAtClose
+	}
+	return s.lr.Offset()
+}
 
 // SHA256 is the digest of the whole file as Open read it. Once Next has
 // returned io.EOF, the entries are known to come from exactly these bytes.
@@ -79,7 +88,17 @@ func (s *Source) SHA256() [32]byte { return s.digest }
 func (s *Source) FileInfo() os.FileInfo { return s.info }
 
 // Close closes the file.
-func (s *Source) Close() error { return s.f.Close() }
+func (s *Source) Close() error {
+	if s.lr != nil {
+		s.readAtClose = s.lr.Offset()
+		s.lr.Release()
+		s.lr = nil
+	}
+	if s.err == nil {
+		s.err = os.ErrClosed
+	}
+	return s.f.Close()
+}
 
 // Next returns the next entry, in file order, or io.EOF after the last. Any
 // other error is a *readers.RefusedError (class io when the file changed
@@ -137,7 +156,7 @@ func (s *Source) next() (readers.Entry, error) {
 
 // scan is pass 1.
 func (s *Source) scan(opt Options) error {
-	lr := normalize.NewLineReader(io.NewSectionReader(s.f, 0, math.MaxInt64), normalize.LineBufferSize, MaxLineBytes, true)
+	lr := s.lr
 	line, start, err := lr.Next()
 	if err == io.EOF {
 		return s.refuse(0, readers.ClassEmptyFile, "Empty JSONL session file: it has no header line", nil)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash"
 	"io"
+	"sync"
 )
 
 // MaxLineBytes is the reference's limit on a JSONL line, newline excluded
@@ -37,11 +38,44 @@ type LineReader struct {
 // whose content (newline excluded) exceeds limit; hashed keeps a SHA-256 of
 // the bytes consumed, for [LineReader.Digest].
 func NewLineReader(r io.Reader, bufSize, limit int, hashed bool) *LineReader {
-	lr := &LineReader{r: bufio.NewReaderSize(r, bufSize), limit: limit}
+	var br *bufio.Reader
+	if bufSize == LineBufferSize {
+		br = readerPool.Get().(*bufio.Reader)
+		br.Reset(r)
+	} else {
+		br = bufio.NewReaderSize(r, bufSize)
+	}
+	lr := &LineReader{r: br, limit: limit}
 	if hashed {
 		lr.sum = sha256.New()
 	}
 	return lr
+}
+
+// readerPool holds the read buffers of whole-file LineReaders: a tree of
+// thousands of sessions reads each through the same few buffers instead
+// of allocating (and the runtime zeroing and returning) 256 KiB per pass.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, LineBufferSize) }}
+
+// Restart makes lr read r from its start, as a new LineReader with the
+// same limit and hashing would, reusing its buffers (a second pass).
+func (lr *LineReader) Restart(r io.Reader) {
+	lr.r.Reset(r)
+	lr.long = lr.long[:0]
+	lr.off, lr.line = 0, 0
+	if lr.sum != nil {
+		lr.sum.Reset()
+	}
+}
+
+// Release hands lr's read buffer back for reuse; lr must not be used
+// after it.
+func (lr *LineReader) Release() {
+	if lr.r != nil && lr.r.Size() == LineBufferSize {
+		lr.r.Reset(nil)
+		readerPool.Put(lr.r)
+	}
+	lr.r = nil
 }
 
 // Next returns the next line with its "\n" when it has one (only the last

@@ -455,14 +455,14 @@ func (c *checker) checkFrames() {
 		if rd == nil || rdSeq != sg.seq || rdPos != r.ByteOffset {
 			sec := io.NewSectionReader(open.f, int64(r.ByteOffset), sg.size-int64(r.ByteOffset))
 			if rd == nil {
-				rd = bufio.NewReaderSize(sec, 256<<10)
-			} else {
-				rd.Reset(sec)
+				rd = readBufPool.Get().(*bufio.Reader)
+				defer readBufPool.Put(rd)
 			}
+			rd.Reset(sec)
 			rdSeq, rdPos = sg.seq, r.ByteOffset
 		}
 		if _, err := io.ReadFull(rd, buf); err != nil {
-			rd = nil
+			rdSeq = 0 // start over at the next row's offset
 			problem(ClassBadDocument, "read: %v", err)
 			continue
 		}

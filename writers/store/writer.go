@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,6 +32,14 @@ type Options struct {
 // bufferSize is the buffered writer size for segments and the index: large
 // enough that a 200 MB migration makes few write calls.
 const bufferSize = 1 << 20
+
+// The write buffers of segments and indexes are reused from store to store:
+// a run over thousands of sessions would otherwise allocate, zero and
+// return to the system a megabyte and more per session.
+var (
+	segBufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufferSize) }}
+	idxBufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufferSize/4) }}
+)
 
 // Writer builds a new store (a staging store) frame by frame. It is not safe
 // for concurrent use. Frames and index rows go through buffered writers and
@@ -266,7 +275,8 @@ func (w *Writer) write(f wire.Frame, line []byte) (wire.IndexRow, error) {
 		if err != nil {
 			return wire.IndexRow{}, err
 		}
-		w.idx, w.idxBuf = idx, bufio.NewWriterSize(idx, bufferSize/4)
+		w.idx, w.idxBuf = idx, idxBufPool.Get().(*bufio.Writer)
+		w.idxBuf.Reset(idx)
 	}
 	w.row = wire.AppendIndexRow(w.row[:0], row)
 	if _, err := w.idxBuf.Write(w.row); err != nil {
@@ -303,10 +313,9 @@ func (w *Writer) openSegment(seq uint64) error {
 	}
 	w.seg, w.segBytes = seg, 0
 	if w.segBuf == nil {
-		w.segBuf = bufio.NewWriterSize(seg, bufferSize)
-	} else {
-		w.segBuf.Reset(seg)
+		w.segBuf = segBufPool.Get().(*bufio.Writer)
 	}
+	w.segBuf.Reset(seg)
 	return nil
 }
 
@@ -381,6 +390,18 @@ func (w *Writer) Close() error {
 			err = cerr
 		}
 		w.idx = nil
+	}
+	// The buffers were flushed (or the store is being discarded): hand
+	// them to the next store.
+	for _, b := range []struct {
+		buf  **bufio.Writer
+		pool *sync.Pool
+	}{{&w.segBuf, &segBufPool}, {&w.idxBuf, &idxBufPool}} {
+		if *b.buf != nil {
+			(*b.buf).Reset(nil)
+			b.pool.Put(*b.buf)
+			*b.buf = nil
+		}
 	}
 	if w.err == nil {
 		w.err = errClosed
