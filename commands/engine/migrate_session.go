@@ -276,6 +276,9 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		}
 		defer lock.Unlock()
 	}
+	if r, ok := x.refreshAppended(ctx, res); ok {
+		return r
+	}
 	fp, err := verify.Fingerprint(s.Path)
 	if err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("fingerprint %s: %w", s.Path, err))
@@ -407,6 +410,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	}
 	keep = true
 	durable.Failpoint(fpAfterCutover)
+	x.remember(fp, st.Manifest)
 	res.Displaced = cut.Displaced
 	if cut.Warning != "" {
 		res.Notes = append(res.Notes, cut.Warning)
