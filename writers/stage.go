@@ -102,34 +102,43 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 			opt.Progress(int64(row.ByteLength))
 		}
 	}
-	m, err := w.WriteManifest(h.ID, string(h.Format))
+	st, err := finish(w, h, opt)
 	if err != nil {
 		return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
 	}
+	st.EntryDigest = digest.Sum()
+	return st, nil
+}
+
+// finish writes the manifest, the events and the source state, and seals.
+func finish(w *store.Writer, h readers.Header, opt StageOptions) (StageResult, error) {
+	m, err := w.WriteManifest(h.ID, string(h.Format))
+	if err != nil {
+		return StageResult{}, err
+	}
 	for _, ev := range opt.Events {
 		if err := w.AppendLedger(ev); err != nil {
-			return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
+			return StageResult{}, err
 		}
 	}
 	if opt.SourceState != nil {
 		if err := w.WriteSourceState(*opt.SourceState); err != nil {
-			return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
+			return StageResult{}, err
 		}
 	}
 	if opt.Ops.DeferSync {
 		// The caller writes more into the store (after verification) and
 		// seals it once with Ops.SealTree: flush to the kernel only.
 		if err := w.Close(); err != nil {
-			return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
+			return StageResult{}, err
 		}
 	} else if err := w.Seal(); err != nil {
-		return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
+		return StageResult{}, err
 	}
 	return StageResult{
-		Manifest:    m,
-		Entries:     m.Counters.EntriesTotal,
-		Bytes:       m.Counters.BytesTotal,
-		ChainHash:   m.Integrity.ChainHash,
-		EntryDigest: digest.Sum(),
+		Manifest:  m,
+		Entries:   m.Counters.EntriesTotal,
+		Bytes:     m.Counters.BytesTotal,
+		ChainHash: m.Integrity.ChainHash,
 	}, nil
 }

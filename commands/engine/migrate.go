@@ -72,6 +72,9 @@ type SessionResult struct {
 	Displaced    string            `json:"displaced,omitempty"`
 	Notes        []string          `json:"notes,omitempty"`
 	Error        *ErrorInfo        `json:"error,omitempty"`
+	// Incremental: the sidecar was refreshed by staging only the entries
+	// the source gained (refresh_incremental.go).
+	Incremental bool `json:"incremental,omitempty"`
 }
 
 // Problem reports whether the session counts against a clean exit.
@@ -174,6 +177,9 @@ type Env struct {
 	// writes nothing in the tree).
 	Journal *ledger.Journal
 	Log     zerolog.Logger
+	// Refresh is the session's tree's refresh record (nil: every refresh
+	// is a full rebuild, and nothing is recorded).
+	Refresh *refreshRecords
 }
 
 func (e Env) now() time.Time {
@@ -229,6 +235,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	journals := map[string]*ledger.Journal{}
 	var jobs []job
 	var caches []*refusalCache
+	var records []*refreshRecords
 	var planned int64
 	for _, t := range trees {
 		rep.Trees = append(rep.Trees, t.Root)
@@ -247,9 +254,14 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			cache = loadRefusalCache(t.Root)
 			caches = append(caches, cache)
 		}
+		var rec *refreshRecords
+		if j != nil {
+			rec = loadRefreshRecords(t.Root)
+			records = append(records, rec)
+		}
 		for _, s := range t.Sessions {
 			jb := planWithCache(s, opt.Force, cache)
-			jb.journal = j
+			jb.journal, jb.refresh = j, rec
 			jobs = append(jobs, jb)
 			if jb.plan.action == PlanMigrate || jb.plan.action == PlanRefresh {
 				planned += s.Size
@@ -311,6 +323,12 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 				// Only work saved is lost: the next run reads the refused
 				// sessions again.
 				log.Warn().Err(err).Str("tree", c.tree).Msg("refusal cache not saved")
+			}
+		}
+		for _, r := range records {
+			if err := r.save(opt.Ops); err != nil {
+				// Only work saved is lost: the next refresh is a full one.
+				log.Warn().Err(err).Str("tree", r.tree).Msg("refresh record not saved")
 			}
 		}
 	}
@@ -410,6 +428,7 @@ type job struct {
 	session discover.Session
 	plan    plan
 	journal *ledger.Journal
+	refresh *refreshRecords
 	// cache is the tree's refusal cache; identity the session file's
 	// identity taken before anything read it (valid when hasIdentity).
 	cache       *refusalCache
@@ -478,7 +497,7 @@ func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID stri
 			defer wg.Done()
 			for i := range next {
 				e := env
-				e.Journal = jobs[i].journal
+				e.Journal, e.Refresh = jobs[i].journal, jobs[i].refresh
 				results[i] = runSession(ctx, e, jobs[i].session, jobs[i].plan, correlationID)
 				if progress != nil {
 					progress(results[i], jobs[i].session.Size)

@@ -298,6 +298,9 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		}
 		defer lock.Unlock()
 	}
+	if r, ok := x.refreshAppended(ctx, res); ok {
+		return r
+	}
 	// A JSONL source fingerprints itself while it is read (issue 14: one
 	// read of the source); the other formats are hashed first.
 	var fp *wire.SourceFingerprint
@@ -399,6 +402,21 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		return res
 	}
 
+	return x.install(ctx, res, staging, passed, v, uid, gid, func() error { return sourceUnchanged(s.Path, rec) }, st.Manifest, &keep)
+}
+
+// install is the end of every build, full or incremental: the staging
+// store's own ledger and clean source state (written, like the store,
+// without fsyncs), one seal, the check that the source is still what was
+// read (unchanged), the cutover, the refresh record and the completed
+// event. installed is set once the staging directory has been renamed
+// into place (the caller must not remove it then).
+func (x *session) install(ctx context.Context, res SessionResult, staging string, passed verify.Passed, v wire.Verification,
+	uid, gid int, unchanged func() error, m wire.Manifest, installed *bool) SessionResult {
+	env, s := x.env, x.s
+	none := wire.Verification{}
+	sops := env.Ops
+	sops.DeferSync = true
 	// The store's own ledger holds the events of its migration, written
 	// before it becomes visible (as the reference writes its completed
 	// event into the staging store): the rename publishes them all.
@@ -411,7 +429,8 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 			return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("store ledger: %w", err))
 		}
 	}
-	state := wire.SourceState{State: wire.SourceClean, SourceFingerprint: ptr(passed.Fingerprint())}
+	fp := passed.Fingerprint()
+	state := wire.SourceState{State: wire.SourceClean, SourceFingerprint: &fp}
 	durable.Failpoint(fpBeforeSourceState)
 	if err := sops.WriteFileInPlace(filepath.Join(staging, "source-state.json"), wire.AppendSourceState(nil, state), 0o600); err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("source state: %w", err))
@@ -424,7 +443,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	// The lock keeps pi out, but a writer that ignores it (the TypeScript
 	// pi takes none) may have changed the file: never install a sidecar
 	// that claims a fingerprint the source no longer has.
-	if err := sourceUnchanged(s.Path, rec); err != nil {
+	if err := unchanged(); err != nil {
 		return x.failed(res, wire.ErrorClassAtomicityViolation, v, err)
 	}
 	durable.Failpoint(fpBeforeCutover)
@@ -435,12 +454,13 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	})
 	if err != nil {
 		if _, statErr := os.Lstat(staging); statErr != nil {
-			keep = true // renamed into place: nothing to clean
+			*installed = true // renamed into place: nothing to clean
 		}
 		return x.failed(res, wire.ErrorClassAtomicityViolation, v, fmt.Errorf("cutover: %w", err))
 	}
-	keep = true
+	*installed = true
 	durable.Failpoint(fpAfterCutover)
+	x.remember(fp, m)
 	res.Displaced = cut.Displaced
 	if cut.Warning != "" {
 		res.Notes = append(res.Notes, cut.Warning)

@@ -283,23 +283,8 @@ func (w *Writer) write(f wire.Frame, line []byte) (wire.IndexRow, error) {
 		return wire.IndexRow{}, err
 	}
 
-	w.segSeq, w.frameSeq = f.SegmentSeq, f.FrameSeq
-	w.segBytes += int64(len(line))
-	w.chain = wire.ChainStep(w.chain, f.PayloadSHA256)
-	w.lastCRC = row.CRC32C
-	w.head = wire.Head{SegmentSeq: f.SegmentSeq, EntrySeq: f.EntrySeq, EntryID: f.EntryID}
-	w.counters.EntriesTotal++
-	w.counters.BytesTotal += uint64(len(line))
-	switch f.EntryType {
-	case wire.EntryMessage:
-		w.counters.MessagesTotal++
-	case wire.EntryCompaction:
-		w.counters.CompactionsTotal++
-	}
-	w.parents[f.EntryID] = f.ParentEntryID
-	if f.ParentEntryID != "" {
-		w.children[f.ParentEntryID]++
-	}
+	w.advance(wire.FrameHead{SegmentSeq: f.SegmentSeq, FrameSeq: f.FrameSeq, EntrySeq: f.EntrySeq,
+		EntryID: f.EntryID, ParentEntryID: f.ParentEntryID, EntryType: f.EntryType, PayloadSHA256: f.PayloadSHA256}, row, int64(len(line)))
 	return row, nil
 }
 

@@ -1,0 +1,334 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/google/uuid"
+
+	"pisess/ledger"
+	"pisess/readers"
+	"pisess/readers/jsonl"
+	"pisess/verify"
+	"pisess/writers"
+	"pisess/writers/durable"
+	"pisess/writers/store"
+	"pisess/writers/wire"
+)
+
+// RefreshRecordName is the refresh record in a tree's .pisess/: for each
+// sidecar pisess installed, the source bytes it was built from (length and
+// SHA-256) and enough of the store's identity to know the record is still
+// about the sidecar on disk. pi marks a sidecar dirty on every save and
+// drops its fingerprint (FORMAT.md §8), and only ever appends whole lines:
+// with the record, a refresh proves the source is the old bytes plus new
+// lines and stages only those (issue 14, item 4).
+const RefreshRecordName = "refresh.json"
+
+// refreshRecordMax bounds what is read of the record file: it sits in a
+// user's tree and is data, trusted only as far as what it says is checked.
+const refreshRecordMax = 32 << 20
+
+// refreshRecord is one session's entry. Nothing in it is a path: it says
+// what to expect, and any mismatch means a full rebuild.
+type refreshRecord struct {
+	SourceBytes  int64  `json:"sourceBytes"`
+	SourceSHA256 string `json:"sourceSha256"`
+	Entries      uint64 `json:"entries"`
+	ChainHash    string `json:"chainHash"`
+	IndexSHA256  string `json:"indexSha256"`
+	// ManifestDev and ManifestIno identify the installed manifest.json:
+	// a sidecar rebuilt by pi, fsck or a rollback has another one.
+	ManifestDev uint64 `json:"manifestDev"`
+	ManifestIno uint64 `json:"manifestIno"`
+}
+
+func (r refreshRecord) sha() ([32]byte, bool) {
+	var d [32]byte
+	b, err := hex.DecodeString(r.SourceSHA256)
+	if err != nil || len(b) != len(d) || r.SourceSHA256 != strings.ToLower(r.SourceSHA256) {
+		return d, false
+	}
+	copy(d[:], b)
+	return d, true
+}
+
+type refreshFile struct {
+	Version  int                      `json:"version"`
+	Sessions map[string]refreshRecord `json:"sessions"`
+}
+
+// refreshRecords is one tree's record, loaded once per run and shared by
+// its sessions' workers.
+type refreshRecords struct {
+	tree    string
+	mu      sync.Mutex
+	entries map[string]refreshRecord
+	changed bool
+}
+
+func refreshRecordPath(tree string) string {
+	return filepath.Join(tree, ledger.PisessDir, RefreshRecordName)
+}
+
+// loadRefreshRecords reads the tree's record. Missing, unreadable or
+// malformed is empty: the record only saves work.
+func loadRefreshRecords(tree string) *refreshRecords {
+	c := &refreshRecords{tree: tree, entries: map[string]refreshRecord{}}
+	f, err := durable.OS.OpenNoFollow(refreshRecordPath(tree), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return c
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return c
+	}
+	b, err := io.ReadAll(io.LimitReader(f, refreshRecordMax+1))
+	if err != nil || len(b) > refreshRecordMax {
+		return c
+	}
+	var rf refreshFile
+	if json.Unmarshal(b, &rf) != nil || rf.Version != 1 {
+		return c
+	}
+	for rel, e := range rf.Sessions {
+		if _, ok := e.sha(); ok && filepath.IsLocal(rel) && e.SourceBytes > 0 {
+			c.entries[rel] = e
+		}
+	}
+	return c
+}
+
+func (c *refreshRecords) get(rel string) (refreshRecord, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[rel]
+	return e, ok
+}
+
+func (c *refreshRecords) put(rel string, e refreshRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.entries[rel]; ok && old == e {
+		return
+	}
+	c.entries[rel] = e
+	c.changed = true
+}
+
+// save writes the record atomically when it changed (a run that installed
+// nothing writes nothing), dropping sessions whose file is gone.
+func (c *refreshRecords) save(ops durable.Ops) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.changed {
+		return nil
+	}
+	for rel := range c.entries {
+		if _, err := os.Lstat(filepath.Join(c.tree, rel)); errors.Is(err, fs.ErrNotExist) {
+			delete(c.entries, rel)
+		}
+	}
+	b, err := json.Marshal(refreshFile{Version: 1, Sessions: c.entries})
+	if err != nil {
+		return fmt.Errorf("refresh record: %w", err)
+	}
+	dir := filepath.Join(c.tree, ledger.PisessDir)
+	if err := ops.WriteFileAtomic(dir, dir, RefreshRecordName, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("refresh record: %w", err)
+	}
+	uid, gid, err := ops.Owner(c.tree)
+	if err == nil {
+		err = ops.ChownIfRoot(refreshRecordPath(c.tree), uid, gid)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("refresh record: %w", err)
+	}
+	c.changed = false
+	return nil
+}
+
+// manifestIdentity returns the device and inode of the sidecar's
+// manifest.json (a regular file, not followed).
+func manifestIdentity(sidecar string) (dev, ino uint64, ok bool) {
+	fi, err := os.Lstat(store.ManifestPath(sidecar))
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0, 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return uint64(st.Dev), st.Ino, true
+}
+
+// indexSHA256 hashes the sidecar's index (the empty digest when it has
+// none: an empty store).
+func indexSHA256(sidecar string) (string, error) {
+	f, err := durable.OS.OpenNoFollow(store.IndexPath(sidecar), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return store.IndexDigest(nil), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// remember records the sidecar just installed from the source bytes fp
+// describes (nothing when the run keeps no record, or the store's identity
+// cannot be read: the next refresh is then a full one).
+func (x *session) remember(fp wire.SourceFingerprint, m wire.Manifest) {
+	if x.env.Refresh == nil || x.s.Rel == "" || x.s.Format != readers.FormatJSONLv3 {
+		return
+	}
+	dev, ino, ok := manifestIdentity(x.sidecar)
+	if !ok {
+		return
+	}
+	idx, err := indexSHA256(x.sidecar)
+	if err != nil {
+		return
+	}
+	x.env.Refresh.put(x.s.Rel, refreshRecord{
+		SourceBytes: int64(fp.ByteLength), SourceSHA256: fp.SHA256,
+		Entries: m.Counters.EntriesTotal, ChainHash: m.Integrity.ChainHash, IndexSHA256: idx,
+		ManifestDev: dev, ManifestIno: ino,
+	})
+}
+
+// refreshAppended refreshes a stale sidecar in time proportional to what
+// the source gained, when the record proves the source is the bytes the
+// sidecar was built from followed by whole new lines: the sidecar is
+// copied (each frame CRC-checked against its row), only the new lines are
+// parsed, encoded and written, and only they are verified
+// (verify.VerifiedAppend). The result is byte for byte what the full
+// build writes at the same clock. ok is false, with nothing done but a
+// removed staging directory, whenever anything does not hold: build then
+// rebuilds from the whole source. It runs under the session lock.
+func (x *session) refreshAppended(ctx context.Context, res SessionResult) (SessionResult, bool) {
+	env, s := x.env, x.s
+	if env.Refresh == nil || env.DryRun || env.Force || res.Action != PlanRefresh ||
+		s.Format != readers.FormatJSONLv3 || s.Rel == "" {
+		return res, false
+	}
+	rec, ok := env.Refresh.get(s.Rel)
+	if !ok {
+		return res, false
+	}
+	sum, ok := rec.sha()
+	if dev, ino, idok := manifestIdentity(x.sidecar); !ok || !idok || dev != rec.ManifestDev || ino != rec.ManifestIno {
+		return res, false
+	}
+	staging := filepath.Join(filepath.Dir(x.sidecar), filepath.Base(x.sidecar)+".staging."+strings.ReplaceAll(uuid.NewString(), "-", ""))
+	installed := false
+	defer func() {
+		if !installed {
+			// pisess's own partial output, invisible to pi by its name.
+			_ = os.RemoveAll(staging)
+		}
+	}()
+	fallback := func(err error) (SessionResult, bool) {
+		env.Log.Debug().Str("session", s.Path).Err(err).Msg("incremental refresh not possible: full rebuild")
+		return res, false
+	}
+	var src *jsonl.AppendSource
+	open := func(known func(string) bool) (readers.Source, error) {
+		a, err := jsonl.OpenAppend(s.Path, jsonl.AppendOptions{Offset: rec.SourceBytes, SHA256: sum, Known: known})
+		if err != nil {
+			return nil, err
+		}
+		src = a
+		return a, nil
+	}
+	durable.Failpoint(fpBeforeStage)
+	sops := env.Ops
+	sops.DeferSync = true // sealed once by install, as the full build's
+	ar, err := writers.StageAppend(ctx, x.sidecar, open, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops})
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return x.failed(res, wire.ErrorClassIOFailure, wire.Verification{}, err), true
+		}
+		return fallback(err)
+	}
+	b := ar.Base
+	if b.Manifest.Counters.EntriesTotal != rec.Entries || b.Manifest.Integrity.ChainHash != rec.ChainHash || b.IndexSHA256 != rec.IndexSHA256 {
+		return fallback(errors.New("the sidecar is not the one the refresh record describes"))
+	}
+	durable.Failpoint(fpAfterStage)
+	return x.installAppended(ctx, res, staging, ar, src, &installed)
+}
+
+// installAppended verifies a continued staging store and installs it: the
+// rest of build for it. A store that fails its verification means a full
+// rebuild (ok false); any other problem is the session's result.
+func (x *session) installAppended(ctx context.Context, res SessionResult, staging string, ar writers.AppendResult, src *jsonl.AppendSource, installed *bool) (_ SessionResult, ok bool) {
+	env, s := x.env, x.s
+	none := wire.Verification{}
+	uid, gid, err := env.Ops.Owner(s.Path)
+	if err != nil {
+		return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("owner of %s: %w", s.Path, err)), true
+	}
+	if os.Geteuid() == 0 {
+		if err := env.Ops.ChownTree(staging, uid, gid); err != nil {
+			return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("give %s to uid %d: %w", staging, uid, err)), true
+		}
+	}
+	durable.Failpoint(fpBeforeVerify)
+	check := verify.AppendCheck{BaseManifest: ar.Base.Manifest, BaseLastRow: ar.Base.LastRow, BaseIndexBytes: ar.Base.IndexBytes,
+		HeaderID: src.Header().ID, Fingerprint: src.Fingerprint(), Unchanged: src.Unchanged}
+	for _, e := range ar.Appended {
+		check.Appended = append(check.Appended, verify.AppendedEntry(e))
+	}
+	passed, vrep, err := verify.VerifiedAppend(ctx, staging, s.Path, check, verify.Options{
+		SourceFormat: s.Format, MaxSegmentBytes: env.MaxSegmentBytes, Accept: &verify.AcceptOptions{OwnerUID: uid, OwnerGID: gid}})
+	if err != nil {
+		// The full build verifies against the whole source, and says
+		// what is wrong if anything still is.
+		env.Log.Warn().Str("session", s.Path).Err(err).Str("findings", firstFindings(vrep.Findings, 3)).
+			Msg("incremental refresh not verified: full rebuild")
+		return res, false
+	}
+	v := vrep.Verification
+	res.Verification = &VerificationInfo{EntryCountMatch: v.EntryCountMatch, HashChainMatch: v.HashChainMatch, IndexConsistent: v.IndexConsistent}
+	res.Entries, res.Bytes = ar.Entries, ar.Bytes
+	for _, ph := range []wire.Phase{wire.PhaseStagingCopy, wire.PhaseIntegrityCheck} {
+		ev := x.event(ph, v, wire.OutcomeOK, "")
+		if ph == wire.PhaseStagingCopy {
+			ev.Verification = none
+		}
+		if err := x.progress(ev); err != nil {
+			return fail(res, "operational", err), true
+		}
+	}
+	durable.Failpoint(fpAfterVerify)
+	res.Incremental = true
+	res.Notes = append(res.Notes, fmt.Sprintf("refreshed incrementally: %d entries appended to the %d copied from the sidecar",
+		len(ar.Appended), ar.Base.Manifest.Counters.EntriesTotal))
+	// The full build hashes the source again before its cutover; the
+	// file's size and identity (its change time moves with any write and
+	// cannot be set back) prove the same without reading it.
+	unchanged := func() error {
+		if !src.Unchanged() {
+			return errors.New("the source changed after it was read; the next run will migrate it")
+		}
+		return nil
+	}
+	return x.install(ctx, res, staging, passed, v, uid, gid, unchanged, ar.Manifest, installed), true
+}

@@ -1,0 +1,376 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"pisess/fixtures"
+	"pisess/fixtures/trees"
+	"pisess/readers/jsonl"
+	"pisess/verify"
+	"pisess/writers"
+)
+
+// incAppend appends n entries to the session at path, each a copy of its
+// last entry with an id (or of a plain user message) given a fresh id and
+// chained to the one before, as pi appends: whole lines.
+func incAppend(tb testing.TB, path string, n int, tag string) {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var last map[string]json.RawMessage
+	parent := ""
+	for _, line := range bytes.Split(b, []byte("\n"))[1:] {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(line, &m) != nil {
+			continue
+		}
+		if id, ok := m["id"]; ok && string(id) != "null" {
+			last, parent = m, strings.Trim(string(id), `"`)
+		}
+	}
+	var out bytes.Buffer
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("%s%04x", tag, i)
+		if last == nil {
+			out.WriteString(migEntryLine(id, parent, "appended "+id))
+		} else {
+			last["id"] = json.RawMessage(`"` + id + `"`)
+			last["parentId"] = json.RawMessage(`null`)
+			if parent != "" {
+				last["parentId"] = json.RawMessage(`"` + parent + `"`)
+			}
+			line, err := json.Marshal(last)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			out.Write(append(line, '\n'))
+		}
+		parent = id
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := f.Write(out.Bytes()); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// incStoreFiles returns the bytes of a store's segments, index and
+// manifest, by relative path: what must be identical between an
+// incremental refresh and a full rebuild at the same clock.
+func incStoreFiles(tb testing.TB, root string) map[string][]byte {
+	tb.Helper()
+	out := map[string][]byte{}
+	for _, pat := range []string{"segments/*", "index/*", "manifest.json"} {
+		names, err := filepath.Glob(filepath.Join(root, pat))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, n := range names {
+			b, err := os.ReadFile(n)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			rel, _ := filepath.Rel(root, n)
+			out[rel] = b
+		}
+	}
+	return out
+}
+
+// incSameAsFull checks that session's sidecar is byte for byte what a
+// full Stage of its source writes at the test clock.
+func incSameAsFull(tb testing.TB, session string, maxSeg int64) {
+	tb.Helper()
+	src, err := jsonl.Open(session, jsonl.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer src.Close()
+	dir := filepath.Join(tb.TempDir(), "full.v2")
+	if _, err := writers.Stage(context.Background(), src, dir, writers.StageOptions{MaxSegmentBytes: maxSeg, Clock: migClock}); err != nil {
+		tb.Fatal(err)
+	}
+	got, want := incStoreFiles(tb, discoverSidecar(session)), incStoreFiles(tb, dir)
+	var names []string
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(got) != len(want) {
+		tb.Errorf("%s: %d store files, the full rebuild has %d", session, len(got), len(want))
+	}
+	for _, n := range names {
+		if !bytes.Equal(got[n], want[n]) {
+			tb.Errorf("%s: %s differs from the full rebuild's", session, n)
+		}
+	}
+}
+
+func discoverSidecar(session string) string {
+	return strings.TrimSuffix(session, filepath.Ext(session)) + ".v2"
+}
+
+// incVerify checks the installed sidecar against its whole source.
+func incVerify(tb testing.TB, session string) {
+	tb.Helper()
+	src, err := jsonl.Open(session, jsonl.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer src.Close()
+	rep, err := verify.AgainstSource(context.Background(), src, discoverSidecar(session), verify.Options{SourcePath: session})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if !rep.Verified() || len(rep.Findings) > 0 {
+		tb.Errorf("%s: not verified: %v", session, rep.Findings)
+	}
+}
+
+// TestIncrementalRefreshVectors migrates every vector, appends entries to
+// each migrated session, marks its sidecar dirty as pi does, and migrates
+// again: each refresh must be incremental and byte-identical to a full
+// rebuild, with the default segment size and with one small enough that
+// the appended entries roll over into new segments.
+func TestIncrementalRefreshVectors(t *testing.T) {
+	for _, maxSeg := range []int64{0, 4096} {
+		t.Run(fmt.Sprintf("max-%d", maxSeg), func(t *testing.T) {
+			// header_only is left out: once its session gains entries, its
+			// index-less sidecar is "partial" (FORMAT.md §9), which
+			// migrate leaves to fsck rather than refreshing.
+			tree, vs := migVectorsTree(t, trees.Without(trees.Vectors(t, "accept", "edge", "realpi"), "accept/header_only"))
+			opt := migOptions(tree)
+			opt.MaxSegmentBytes = maxSeg
+			rep := migRun(t, opt)
+			var migrated []string
+			for _, v := range vs {
+				if migResult(t, rep, v.Path).Outcome == OutcomeDone {
+					migrated = append(migrated, v.Path)
+				}
+			}
+			if len(migrated) < 20 {
+				t.Fatalf("only %d vectors migrated", len(migrated))
+			}
+			for _, p := range migrated {
+				incAppend(t, p, 5, "a1")
+				fixtures.MarkDirty(t, discoverSidecar(p))
+			}
+			rep = migRun(t, opt)
+			for _, p := range migrated {
+				r := migResult(t, rep, p)
+				if r.Outcome != OutcomeDone || !r.Incremental {
+					t.Errorf("%s: outcome %s incremental %v (%v, %v)", p, r.Outcome, r.Incremental, r.Notes, r.Error)
+					continue
+				}
+				migAllVerified(t, r)
+				incSameAsFull(t, p, maxSeg)
+			}
+			if rep.Totals.Refreshed != len(migrated) {
+				t.Errorf("refreshed %d, want %d", rep.Totals.Refreshed, len(migrated))
+			}
+			// A second round continues the incremental store.
+			for _, p := range migrated[:3] {
+				incAppend(t, p, 2, "b2")
+				fixtures.MarkDirty(t, discoverSidecar(p))
+			}
+			rep = migRun(t, opt)
+			for _, p := range migrated[:3] {
+				if r := migResult(t, rep, p); !r.Incremental {
+					t.Errorf("%s: second refresh not incremental: %v", p, r.Notes)
+				}
+				incSameAsFull(t, p, maxSeg)
+				incVerify(t, p)
+			}
+		})
+	}
+}
+
+// TestIncrementalRefreshEndToEnd: migrate → append → migrate reports an
+// incremental refresh whose store verifies against the source; a third run
+// changes nothing, the record included.
+func TestIncrementalRefreshEndToEnd(t *testing.T) {
+	tree := t.TempDir()
+	path, _ := migSession(t, tree, "e2e", 20)
+	migRun(t, migOptions(tree))
+	record := refreshRecordPath(tree)
+	if _, err := os.Stat(record); err != nil {
+		t.Fatalf("no refresh record after the first migration: %v", err)
+	}
+	incAppend(t, path, 3, "c3")
+	fixtures.MarkDirty(t, discoverSidecar(path))
+	rep := migRun(t, migOptions(tree))
+	r := migResult(t, rep, path)
+	if r.Outcome != OutcomeDone || !r.Incremental || r.Action != PlanRefresh || rep.Totals.Refreshed != 1 {
+		t.Fatalf("second run: %+v", r)
+	}
+	if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "3 entries appended to the 20") {
+		t.Errorf("notes %q", r.Notes)
+	}
+	migAllVerified(t, r)
+	incVerify(t, path)
+	incSameAsFull(t, path, 0)
+	migCheckCleanState(t, path)
+	before := fixtures.TreeDigest(t, tree)
+	st1, _ := os.Stat(record)
+	rep = migRun(t, migOptions(tree))
+	if r := migResult(t, rep, path); r.Outcome != OutcomeSkipped {
+		t.Errorf("third run: %s", r.Outcome)
+	}
+	st2, _ := os.Stat(record)
+	if !st1.ModTime().Equal(st2.ModTime()) || !os.SameFile(st1, st2) {
+		t.Error("a run that changed nothing rewrote the refresh record")
+	}
+	if d := migDigestDiff(before, fixtures.TreeDigest(t, tree), migIsJournal); len(d) > 0 {
+		t.Errorf("a no-op run changed %v", d)
+	}
+}
+
+// TestIncrementalRefreshFallbacks: whenever the record, the source or the
+// old store does not allow an incremental refresh, the refresh is a full
+// rebuild, verified and identical to one.
+func TestIncrementalRefreshFallbacks(t *testing.T) {
+	cases := []struct {
+		name    string
+		prepare func(t *testing.T, tree, path string) // after the first migration
+		outcome Outcome
+	}{
+		{"record missing", func(t *testing.T, tree, path string) {
+			os.Remove(refreshRecordPath(tree))
+			incAppend(t, path, 2, "d1")
+		}, OutcomeDone},
+		{"record forged digest", func(t *testing.T, tree, path string) {
+			editRecord(t, tree, func(r *refreshRecord) { r.SourceSHA256 = strings.Repeat("0", 64) })
+			incAppend(t, path, 2, "d2")
+		}, OutcomeDone},
+		{"record of another manifest", func(t *testing.T, tree, path string) {
+			editRecord(t, tree, func(r *refreshRecord) { r.ManifestIno++ })
+			incAppend(t, path, 2, "d3")
+		}, OutcomeDone},
+		{"record with another chain", func(t *testing.T, tree, path string) {
+			editRecord(t, tree, func(r *refreshRecord) { r.ChainHash = strings.Repeat("1", 64) })
+			incAppend(t, path, 2, "d4")
+		}, OutcomeDone},
+		{"record not JSON", func(t *testing.T, tree, path string) {
+			os.WriteFile(refreshRecordPath(tree), []byte("{"), 0o600)
+			incAppend(t, path, 2, "d5")
+		}, OutcomeDone},
+		{"prefix changed", func(t *testing.T, tree, path string) {
+			b, _ := os.ReadFile(path)
+			os.WriteFile(path, bytes.Replace(b, []byte("message e0000002"), []byte("message E0000002"), 1), 0o600)
+			incAppend(t, path, 2, "d6")
+		}, OutcomeDone},
+		{"source shrank", func(t *testing.T, tree, path string) {
+			b, _ := os.ReadFile(path)
+			lines := bytes.SplitAfter(b, []byte("\n"))
+			os.WriteFile(path, bytes.Join(lines[:len(lines)-3], nil), 0o600)
+		}, OutcomeDone},
+		{"old store damaged", func(t *testing.T, tree, path string) {
+			seg := filepath.Join(discoverSidecar(path), "segments", "0000000000000001.seg")
+			fixtures.FlipByte(t, seg, 300)
+			incAppend(t, path, 2, "d7")
+		}, OutcomeDone},
+		{"old store has an extra segment", func(t *testing.T, tree, path string) {
+			os.WriteFile(filepath.Join(discoverSidecar(path), "segments", "0000000000000001.seg.bak"), nil, 0o600)
+			incAppend(t, path, 2, "d8")
+		}, OutcomeDone},
+		{"appended duplicate id", func(t *testing.T, tree, path string) {
+			appendLine(t, path, migEntryLine(migEntryID(3), migEntryID(20), "dup"))
+		}, OutcomeRefused},
+		{"appended forward parent", func(t *testing.T, tree, path string) {
+			appendLine(t, path, migEntryLine("f0000002", "f0000001", "child first")+migEntryLine("f0000001", migEntryID(20), "parent second"))
+		}, OutcomeDone},
+		{"appended entry without id", func(t *testing.T, tree, path string) {
+			appendLine(t, path, `{"type":"message","parentId":null,"timestamp":"2026-01-05T10:00:01.000Z","message":{"role":"user","content":"idless","timestamp":1767607201000}}`+"\n")
+		}, OutcomeDone},
+		{"appended line refused", func(t *testing.T, tree, path string) {
+			appendLine(t, path, `{"type":"message","id":"g0000001",`+"\n")
+		}, OutcomeRefused},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tree := t.TempDir()
+			path, _ := migSession(t, tree, "fb", 20)
+			migRun(t, migOptions(tree))
+			c.prepare(t, tree, path)
+			fixtures.MarkDirty(t, discoverSidecar(path))
+			rep := migRun(t, migOptions(tree))
+			r := migResult(t, rep, path)
+			if r.Outcome != c.outcome || r.Incremental {
+				t.Fatalf("outcome %s incremental %v, want %s by a full rebuild (%v)", r.Outcome, r.Incremental, c.outcome, r.Error)
+			}
+			if c.outcome == OutcomeDone {
+				migAllVerified(t, r)
+				incVerify(t, path)
+				incSameAsFull(t, path, 0)
+			}
+		})
+	}
+}
+
+// TestIncrementalRefreshTornLastLine: a session whose last line had no
+// newline when its sidecar was built is refreshed in full once pi
+// completes the line and appends more.
+func TestIncrementalRefreshTornLastLine(t *testing.T) {
+	tree := t.TempDir()
+	path, _ := migSession(t, tree, "torn", 5)
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, bytes.TrimSuffix(b, []byte("\n")), 0o600)
+	migRun(t, migOptions(tree))
+	appendLine(t, path, "\n"+migEntryLine("h0000001", migEntryID(5), "after the torn line"))
+	fixtures.MarkDirty(t, discoverSidecar(path))
+	r := migResult(t, migRun(t, migOptions(tree)), path)
+	if r.Outcome != OutcomeDone || r.Incremental {
+		t.Fatalf("outcome %s incremental %v", r.Outcome, r.Incremental)
+	}
+	incVerify(t, path)
+	incSameAsFull(t, path, 0)
+}
+
+func appendLine(tb testing.TB, path, s string) {
+	tb.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func editRecord(tb testing.TB, tree string, edit func(*refreshRecord)) {
+	tb.Helper()
+	b, err := os.ReadFile(refreshRecordPath(tree))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var rf refreshFile
+	if err := json.Unmarshal(b, &rf); err != nil {
+		tb.Fatal(err)
+	}
+	for k, r := range rf.Sessions {
+		edit(&r)
+		rf.Sessions[k] = r
+	}
+	if b, err = json.Marshal(rf); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(refreshRecordPath(tree), b, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+}

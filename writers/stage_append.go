@@ -1,0 +1,92 @@
+package writers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"pisess/readers"
+	"pisess/writers/store"
+	"pisess/writers/wire"
+)
+
+// OpenAppended opens the entries that follow a base store's: known reports
+// whether an id is already in the store being built (base's entries and
+// those appended so far), for the reader's duplicate and parent checks.
+type OpenAppended func(known func(id string) bool) (readers.Source, error)
+
+// AppendedEntry is what an appended entry must look like when read back.
+type AppendedEntry struct {
+	ID, ParentID, Type string
+	PayloadSHA256      string
+}
+
+// AppendResult describes the store StageAppend wrote.
+type AppendResult struct {
+	StageResult
+	// Base is the store continued, as its copy read it.
+	Base store.Base
+	// Appended lists the entries written after base's, in order.
+	Appended []AppendedEntry
+}
+
+// StageAppend is Stage for a source that only grew since base was staged
+// from it: it copies base into dir (store.Resume: each frame CRC-checked
+// against its row while copied), then appends the entries of the source
+// open returns, writes the manifest, opt.Events and opt.SourceState, and
+// seals the store. With the same clock, the result is byte for byte the
+// store Stage writes from the whole source, in time proportional to the
+// appended entries plus one copy of base.
+//
+// The source's header must name base's session and format. An error
+// matching store.ErrNotResumable means base cannot be continued; any
+// error leaves dir to the caller, as Stage does.
+func StageAppend(ctx context.Context, base string, open OpenAppended, dir string, opt StageOptions) (res AppendResult, err error) {
+	w, b, err := store.Resume(ctx, base, dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops})
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("stage %s: %w", dir, err)
+	}
+	defer func() {
+		if cerr := w.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("stage %s: %w", dir, cerr)
+		}
+	}()
+	src, err := open(w.Has)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("stage %s: %w", dir, err)
+	}
+	defer src.Close()
+	h := src.Header()
+	if h.ID != b.Manifest.SessionID || wire.SourceFormat(h.Format) != b.Manifest.SourceFormat {
+		return AppendResult{}, fmt.Errorf("stage %s: the source is session %s (%s), the base store %s (%s): %w",
+			dir, h.ID, h.Format, b.Manifest.SessionID, b.Manifest.SourceFormat, store.ErrNotResumable)
+	}
+	res.Base = b
+	for {
+		if err := ctx.Err(); err != nil {
+			return AppendResult{}, fmt.Errorf("stage %s: %w", dir, err)
+		}
+		e, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return AppendResult{}, fmt.Errorf("stage %s: read source: %w", dir, err)
+		}
+		row, err := w.Append(e.ID, e.ParentID, e.Type, e.Payload)
+		if err != nil {
+			return AppendResult{}, fmt.Errorf("stage %s: entry %d (%s): %w", dir, e.Position, e.ID, err)
+		}
+		res.Appended = append(res.Appended, AppendedEntry{ID: e.ID, ParentID: e.ParentID, Type: e.Type, PayloadSHA256: wire.PayloadSHA256(e.Payload)})
+		if opt.Progress != nil {
+			opt.Progress(int64(row.ByteLength))
+		}
+	}
+	st, err := finish(w, h, opt)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("stage %s: %w", dir, err)
+	}
+	res.StageResult = st
+	return res, nil
+}

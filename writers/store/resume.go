@@ -1,0 +1,326 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+
+	"pisess/writers/wire"
+)
+
+// ErrNotResumable is matched by Resume's error when the base store is not
+// one Resume can continue byte for byte: not in this codec's exact form,
+// inconsistent with its manifest, damaged, or holding files a migration
+// never writes. Its caller rebuilds from the source instead.
+var ErrNotResumable = errors.New("store cannot be continued")
+
+// Base describes the store Resume copied, as its copy read it: every
+// frame's CRC-32C checked against its index row, every frame's head read,
+// the chain recomputed from the frames' digests, the manifest compared with
+// all of it.
+type Base struct {
+	Manifest wire.Manifest
+	// LastRow is the last index row (zero for an empty store).
+	LastRow wire.IndexRow
+	// IndexBytes is the length of index/offsets.jsonl and IndexSHA256 the
+	// hex SHA-256 of its bytes (the empty digest when there is none).
+	IndexBytes  int64
+	IndexSHA256 string
+}
+
+// IndexDigest returns the hex SHA-256 of b: what Base.IndexSHA256 holds
+// for an index with these bytes.
+func IndexDigest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Resume creates a new store at dir (as Create does) holding a copy of the
+// store at base, and returns a Writer that continues it: the next Append
+// goes on in base's last segment, with its chain, counters, head and
+// entry ids, exactly as if the Writer had written base's frames itself. So
+// a store built by Resume and the same appends is byte for byte the store
+// Create and all the appends would write, provided base was written by this
+// package at the same clock.
+//
+// The copy is a cheap check of base, not a verification: each frame line
+// must match its index row's CRC-32C and coordinates and be in
+// AppendFrame's exact form (wire.ParseFrameHead), each row in
+// AppendIndexRow's form, the segments exactly covered by the rows, and the
+// manifest's counters, head, chain and CRC equal to what the frames give;
+// base must hold no checkpoint, no pending rollback intent and no segment
+// file its index does not name. Any of that failing yields an error
+// matching ErrNotResumable (dir then holds a partial store the caller
+// removes, as after any failed staging). Files are copied, never linked:
+// pisess refuses to work on files with more than one link.
+func Resume(ctx context.Context, base, dir string, opt Options) (*Writer, Base, error) {
+	w, err := Create(dir, opt)
+	if err != nil {
+		return nil, Base{}, err
+	}
+	b, err := w.copyFrom(ctx, base)
+	if err != nil {
+		_ = w.Close()
+		return nil, Base{}, fmt.Errorf("continue store %s in %s: %w", base, dir, err)
+	}
+	return w, b, nil
+}
+
+// Has reports whether an entry with id was written (or copied) so far.
+func (w *Writer) Has(id string) bool {
+	_, ok := w.parents[id]
+	return ok
+}
+
+func notResumable(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrNotResumable)
+}
+
+// copyFrom copies base's index and segments into w's (new, empty) store and
+// leaves w positioned after base's last frame, the last segment and the
+// index still open for appending.
+func (w *Writer) copyFrom(ctx context.Context, base string) (Base, error) {
+	m, err := readManifest(w.ops, base)
+	if err != nil {
+		return Base{}, notResumable("manifest: %v", err)
+	}
+	if err := w.checkBaseFiles(base, m.Files.SegmentCount); err != nil {
+		return Base{}, err
+	}
+	c := &baseCopy{w: w, base: base, sum: sha256.New()}
+	defer c.closeSource()
+	if err := c.run(ctx); err != nil {
+		return Base{}, err
+	}
+	b := Base{Manifest: m, LastRow: c.last, IndexBytes: c.indexBytes, IndexSHA256: hex.EncodeToString(c.sum.Sum(nil))}
+	if err := w.matchManifest(m); err != nil {
+		return Base{}, err
+	}
+	return b, nil
+}
+
+// checkBaseFiles refuses a base that holds what a migration never writes:
+// a checkpoint, a rollback intent, or segment files other than 1..count.
+func (w *Writer) checkBaseFiles(base string, count uint64) error {
+	if names, err := readDirNames(w.ops, CheckpointsPath(base)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return notResumable("checkpoints: %v", err)
+	} else if len(names) > 0 {
+		return notResumable("base has checkpoints")
+	}
+	if names, err := readDirNames(w.ops, TmpPath(base)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return notResumable("tmp: %v", err)
+	} else if slices.Contains(names, "rollback.intent.json") {
+		return notResumable("base has a pending rollback intent")
+	}
+	names, err := readDirNames(w.ops, SegmentsPath(base))
+	if err != nil {
+		return notResumable("segments: %v", err)
+	}
+	if uint64(len(names)) != count {
+		return notResumable("base has %d segment files, its manifest names %d", len(names), count)
+	}
+	for seq := uint64(1); seq <= count; seq++ {
+		if !slices.Contains(names, wire.SegmentFileName(seq)) {
+			return notResumable("segment %d is missing", seq)
+		}
+	}
+	return nil
+}
+
+// matchManifest compares base's manifest with the state its frames gave.
+func (w *Writer) matchManifest(m wire.Manifest) error {
+	var segments uint64
+	if w.head.EntrySeq > 0 {
+		segments = w.segSeq
+	}
+	switch {
+	case m.Head != w.head:
+		return notResumable("manifest head %+v, frames end at %+v", m.Head, w.head)
+	case m.Counters != w.Counters():
+		return notResumable("manifest counters %+v, frames give %+v", m.Counters, w.Counters())
+	case m.Integrity.ChainHash != w.chain:
+		return notResumable("manifest chainHash differs from the chain over the frames")
+	case m.Integrity.LastCRC32C != w.lastCRC:
+		return notResumable("manifest lastCrc32c differs from the last index row")
+	case m.Files != wire.StoreFiles(segments):
+		return notResumable("manifest files %+v, the index names %d segments", m.Files, segments)
+	case len(m.Invariants.False()) > 0:
+		return notResumable("manifest invariants false: %v", m.Invariants.False())
+	}
+	return nil
+}
+
+// baseCopy is one copy of a base store's index and segments.
+type baseCopy struct {
+	w    *Writer
+	base string
+	sum  hash.Hash
+
+	src     *os.File
+	srcBuf  *bufio.Reader
+	srcSize int64
+	srcSeq  uint64
+
+	last       wire.IndexRow
+	indexBytes int64
+}
+
+func (c *baseCopy) run(ctx context.Context) error {
+	w := c.w
+	f, _, err := openRegular(w.ops, IndexPath(c.base))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // an empty store: nothing to copy
+	}
+	if err != nil {
+		return notResumable("index: %v", err)
+	}
+	defer f.Close()
+	idx, err := w.ops.CreatePrivate(IndexPath(w.root))
+	if err != nil {
+		return err
+	}
+	w.idx, w.idxBuf = idx, bufio.NewWriterSize(idx, bufferSize/4)
+	r := bufio.NewReaderSize(f, 64<<10)
+	var frame []byte
+	for n := uint64(1); ; n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		line, err := r.ReadSlice('\n')
+		if err == io.EOF && len(line) == 0 {
+			break
+		}
+		if err != nil {
+			return notResumable("index line %d: %v", n, err)
+		}
+		c.sum.Write(line)
+		c.indexBytes += int64(len(line))
+		row, err := wire.ParseIndexRow(line)
+		if err != nil || string(wire.AppendIndexRow(w.row[:0], row)) != string(line) {
+			return notResumable("index line %d is not a row in this codec's form", n)
+		}
+		if frame, err = c.copyFrame(row, n, frame); err != nil {
+			return err
+		}
+		if _, err := w.idxBuf.Write(line); err != nil {
+			return err
+		}
+		c.last = row
+	}
+	if c.src == nil {
+		return notResumable("the index has no rows")
+	}
+	if w.segBytes != c.srcSize {
+		return notResumable("segment %d has %d bytes, its rows cover %d", c.srcSeq, c.srcSize, w.segBytes)
+	}
+	return nil
+}
+
+// copyFrame copies the frame row n names, checking it against the row and
+// the writer's position, and advances the writer's state as write does.
+func (c *baseCopy) copyFrame(row wire.IndexRow, n uint64, buf []byte) ([]byte, error) {
+	w := c.w
+	newSeg := w.head.EntrySeq == 0 || row.SegmentSeq != w.segSeq
+	switch {
+	case row.EntrySeq != n || row.State != wire.RowActive:
+		return buf, notResumable("index row %d: entrySeq %d, state %s", n, row.EntrySeq, row.State)
+	case newSeg && (row.SegmentSeq != c.srcSeq+1 || row.FrameSeq != 1 || row.ByteOffset != 0):
+		return buf, notResumable("index row %d starts segment %d frame %d at %d", n, row.SegmentSeq, row.FrameSeq, row.ByteOffset)
+	case !newSeg && (row.FrameSeq != w.frameSeq+1 || row.ByteOffset != uint64(w.segBytes)):
+		return buf, notResumable("index row %d: frame %d at %d does not follow the previous frame", n, row.FrameSeq, row.ByteOffset)
+	case row.ByteLength > uint64(w.max) || row.ByteLength > wire.MaxFrameBytes:
+		return buf, notResumable("index row %d: frame of %d bytes is over the limit", n, row.ByteLength)
+	}
+	if newSeg {
+		if err := c.nextSource(row.SegmentSeq); err != nil {
+			return buf, err
+		}
+		if err := w.openSegment(row.SegmentSeq); err != nil {
+			return buf, err
+		}
+	}
+	if uint64(c.srcSize) < row.End() {
+		return buf, notResumable("index row %d: frame ends at %d, segment %d has %d bytes", n, row.End(), row.SegmentSeq, c.srcSize)
+	}
+	buf = slices.Grow(buf[:0], int(row.ByteLength))[:row.ByteLength]
+	if _, err := io.ReadFull(c.srcBuf, buf); err != nil {
+		return buf, notResumable("segment %d: %v", row.SegmentSeq, err)
+	}
+	if wire.CRC32C(buf) != row.CRC32C {
+		return buf, notResumable("segment %d offset %d: the frame does not match its row's CRC-32C", row.SegmentSeq, row.ByteOffset)
+	}
+	h, ok := wire.ParseFrameHead(buf)
+	if !ok || h.SegmentSeq != row.SegmentSeq || h.FrameSeq != row.FrameSeq || h.EntrySeq != row.EntrySeq || h.EntryID != row.EntryID {
+		return buf, notResumable("segment %d offset %d: the frame is not in this codec's form or does not match its row", row.SegmentSeq, row.ByteOffset)
+	}
+	if _, dup := w.parents[h.EntryID]; dup {
+		return buf, notResumable("index row %d: duplicate entry id", n)
+	}
+	if _, err := w.segBuf.Write(buf); err != nil {
+		return buf, err
+	}
+	w.advance(h, row, int64(len(buf)))
+	return buf, nil
+}
+
+// advance moves the writer's state past a frame it wrote or copied.
+func (w *Writer) advance(f wire.FrameHead, row wire.IndexRow, n int64) {
+	w.segSeq, w.frameSeq = f.SegmentSeq, f.FrameSeq
+	w.segBytes += n
+	w.chain = wire.ChainStep(w.chain, f.PayloadSHA256)
+	w.lastCRC = row.CRC32C
+	w.head = wire.Head{SegmentSeq: f.SegmentSeq, EntrySeq: f.EntrySeq, EntryID: f.EntryID}
+	w.counters.EntriesTotal++
+	w.counters.BytesTotal += uint64(n)
+	switch f.EntryType {
+	case wire.EntryMessage:
+		w.counters.MessagesTotal++
+	case wire.EntryCompaction:
+		w.counters.CompactionsTotal++
+	}
+	w.parents[f.EntryID] = f.ParentEntryID
+	if f.ParentEntryID != "" {
+		w.children[f.ParentEntryID]++
+	}
+}
+
+// nextSource finishes the base segment being read (every byte of it must
+// have been covered) and opens segment seq of base.
+func (c *baseCopy) nextSource(seq uint64) error {
+	if c.src != nil && c.w.segBytes != c.srcSize {
+		return notResumable("segment %d has %d bytes, its rows cover %d", c.srcSeq, c.srcSize, c.w.segBytes)
+	}
+	c.closeSource()
+	f, size, err := openRegular(c.w.ops, SegmentPath(c.base, seq))
+	if err != nil {
+		return notResumable("segment %d: %v", seq, err)
+	}
+	if size > c.w.max {
+		f.Close()
+		return notResumable("segment %d of %d bytes is over the limit", seq, size)
+	}
+	c.src, c.srcSize, c.srcSeq = f, size, seq
+	if c.srcBuf == nil {
+		c.srcBuf = bufio.NewReaderSize(f, bufferSize)
+	} else {
+		c.srcBuf.Reset(f)
+	}
+	return nil
+}
+
+func (c *baseCopy) closeSource() {
+	if c.src != nil {
+		c.src.Close()
+		c.src = nil
+	}
+}
