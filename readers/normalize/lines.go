@@ -6,7 +6,8 @@ import (
 	"errors"
 	"hash"
 	"io"
-	"sync"
+
+	"pisess/writers/bufpool"
 )
 
 // MaxLineBytes is the reference's limit on a JSONL line, newline excluded
@@ -40,7 +41,7 @@ type LineReader struct {
 func NewLineReader(r io.Reader, bufSize, limit int, hashed bool) *LineReader {
 	var br *bufio.Reader
 	if bufSize == LineBufferSize {
-		br = readerPool.Get().(*bufio.Reader)
+		br = readerPool.Get()
 		br.Reset(r)
 	} else {
 		br = bufio.NewReaderSize(r, bufSize)
@@ -55,7 +56,7 @@ func NewLineReader(r io.Reader, bufSize, limit int, hashed bool) *LineReader {
 // readerPool holds the read buffers of whole-file LineReaders: a tree of
 // thousands of sessions reads each through the same few buffers instead
 // of allocating (and the runtime zeroing and returning) 256 KiB per pass.
-var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, LineBufferSize) }}
+var readerPool = bufpool.NewReaders(LineBufferSize)
 
 // Restart makes lr read r from its start, as a new LineReader with the
 // same limit and hashing would, reusing its buffers (a second pass).
@@ -71,10 +72,7 @@ func (lr *LineReader) Restart(r io.Reader) {
 // Release hands lr's read buffer back for reuse; lr must not be used
 // after it.
 func (lr *LineReader) Release() {
-	if lr.r != nil && lr.r.Size() == LineBufferSize {
-		lr.r.Reset(nil)
-		readerPool.Put(lr.r)
-	}
+	readerPool.Put(lr.r)
 	lr.r = nil
 }
 

@@ -230,6 +230,13 @@ func (s *Summary) ratios() {
 		if j2 != nil {
 			put("jobs2SpeedUp", j1.Seconds, j2.Seconds)
 		}
+		if j4 := s.step("migrate --jobs 4"); j4 != nil {
+			put("jobs4SpeedUp", j1.Seconds, j4.Seconds)
+		}
+		if j1.Totals != nil {
+			calls, _ := strconv.ParseFloat(s.Params["fsyncCalls"], 64)
+			put("fsyncCallsPerMigratedSession", calls, float64(j1.Totals.Migrated+j1.Totals.Refreshed))
+		}
 		if refresh != nil {
 			put("refreshSecondsOverFullMigrate", refresh.Seconds, j1.Seconds)
 		}
@@ -287,6 +294,8 @@ func (s *Summary) print(w io.Writer) {
 		{"migrateJobs1MBpsOverCp", "migrate --jobs 1 MB/s ÷ cp -a MB/s"},
 		{"migrateJobs1CPUOverSha256sumCPU", "migrate --jobs 1 CPU s ÷ cat|sha256sum CPU s"},
 		{"jobs2SpeedUp", "speed-up --jobs 2 over --jobs 1 (time 1 ÷ time 2)"},
+		{"jobs4SpeedUp", "speed-up --jobs 4 over --jobs 1 (time 1 ÷ time 4)"},
+		{"fsyncCallsPerMigratedSession", "fsync-class calls per migrated session (strace)"},
 		{"refreshSecondsOverFullMigrate", "refresh of 10% stale ÷ full migrate (time)"},
 		{"noopSecondsOverFullMigrate", "no-op re-run ÷ full migrate (time)"},
 		{"sidecarFrameBytesOverSource", "sidecar frame bytes ÷ source bytes"},

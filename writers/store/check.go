@@ -455,7 +455,7 @@ func (c *checker) checkFrames() {
 		if rd == nil || rdSeq != sg.seq || rdPos != r.ByteOffset {
 			sec := io.NewSectionReader(open.f, int64(r.ByteOffset), sg.size-int64(r.ByteOffset))
 			if rd == nil {
-				rd = readBufPool.Get().(*bufio.Reader)
+				rd = readBufPool.Get()
 				defer readBufPool.Put(rd)
 			}
 			rd.Reset(sec)

@@ -7,8 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"sync"
 
+	"pisess/writers/bufpool"
 	"pisess/writers/wire"
 )
 
@@ -73,17 +73,14 @@ func (it *Iterator) Close() error {
 		}
 		it.idx = nil
 	}
-	if it.rd != nil {
-		it.rd.Reset(nil)
-		readBufPool.Put(it.rd)
-		it.rd = nil
-	}
+	readBufPool.Put(it.rd)
+	it.rd = nil
 	return err
 }
 
 // readBufPool holds the 256 KiB read buffers of frame readers (Iterator,
 // Check), reused from store to store.
-var readBufPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 256<<10) }}
+var readBufPool = bufpool.NewReaders(256 << 10)
 
 func (it *Iterator) fail(err error) bool {
 	it.err = err
@@ -167,7 +164,7 @@ func (it *Iterator) nextSegment(seq uint64) error {
 	it.seg, it.pos = seg, 0
 	it.seen[seq] = true
 	if it.rd == nil {
-		it.rd = readBufPool.Get().(*bufio.Reader)
+		it.rd = readBufPool.Get()
 		it.rd.Reset(seg.f)
 	} else {
 		it.rd.Reset(seg.f)

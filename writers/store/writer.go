@@ -7,10 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
+	"pisess/writers/bufpool"
 	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
@@ -37,8 +37,8 @@ const bufferSize = 1 << 20
 // a run over thousands of sessions would otherwise allocate, zero and
 // return to the system a megabyte and more per session.
 var (
-	segBufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufferSize) }}
-	idxBufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufferSize/4) }}
+	segBufPool = bufpool.NewWriters(bufferSize)
+	idxBufPool = bufpool.NewWriters(bufferSize / 4)
 )
 
 // Writer builds a new store (a staging store) frame by frame. It is not safe
@@ -275,7 +275,7 @@ func (w *Writer) write(f wire.Frame, line []byte) (wire.IndexRow, error) {
 		if err != nil {
 			return wire.IndexRow{}, err
 		}
-		w.idx, w.idxBuf = idx, idxBufPool.Get().(*bufio.Writer)
+		w.idx, w.idxBuf = idx, idxBufPool.Get()
 		w.idxBuf.Reset(idx)
 	}
 	w.row = wire.AppendIndexRow(w.row[:0], row)
@@ -298,7 +298,7 @@ func (w *Writer) openSegment(seq uint64) error {
 	}
 	w.seg, w.segBytes = seg, 0
 	if w.segBuf == nil {
-		w.segBuf = segBufPool.Get().(*bufio.Writer)
+		w.segBuf = segBufPool.Get()
 	}
 	w.segBuf.Reset(seg)
 	return nil
@@ -378,16 +378,9 @@ func (w *Writer) Close() error {
 	}
 	// The buffers were flushed (or the store is being discarded): hand
 	// them to the next store.
-	for _, b := range []struct {
-		buf  **bufio.Writer
-		pool *sync.Pool
-	}{{&w.segBuf, &segBufPool}, {&w.idxBuf, &idxBufPool}} {
-		if *b.buf != nil {
-			(*b.buf).Reset(nil)
-			b.pool.Put(*b.buf)
-			*b.buf = nil
-		}
-	}
+	segBufPool.Put(w.segBuf)
+	idxBufPool.Put(w.idxBuf)
+	w.segBuf, w.idxBuf = nil, nil
 	if w.err == nil {
 		w.err = errClosed
 	}

@@ -1,0 +1,52 @@
+package bufpool
+
+import (
+	"bufio"
+	"bytes"
+	"runtime"
+	"testing"
+)
+
+func TestReadersReuseAcrossCollections(t *testing.T) {
+	p := NewReaders(4096)
+	r := p.Get()
+	if r.Size() != 4096 {
+		t.Fatalf("size %d", r.Size())
+	}
+	r.Reset(bytes.NewReader([]byte("abc")))
+	r.Peek(1)
+	p.Put(r)
+	runtime.GC()
+	runtime.GC() // a sync.Pool would be empty now
+	if got := p.Get(); got != r {
+		t.Fatal("the reader handed back was not reused")
+	} else if got.Buffered() != 0 {
+		t.Fatal("a reused reader still holds its old source's bytes")
+	}
+	p.Put(bufio.NewReaderSize(nil, 8192)) // another size: dropped
+	if got := p.Get(); got.Size() != 4096 {
+		t.Fatalf("got a reader of %d bytes", got.Size())
+	}
+}
+
+func TestWritersBounded(t *testing.T) {
+	p := NewWriters(4096)
+	var ws []*bufio.Writer
+	for i := 0; i < keep+4; i++ {
+		ws = append(ws, p.Get())
+	}
+	for _, w := range ws {
+		p.Put(w)
+	}
+	if len(p.free) != keep {
+		t.Fatalf("%d writers kept, want at most %d", len(p.free), keep)
+	}
+	var buf bytes.Buffer
+	w := p.Get()
+	w.Reset(&buf)
+	w.WriteString("x")
+	w.Flush()
+	if buf.String() != "x" {
+		t.Fatalf("wrote %q", buf.String())
+	}
+}
