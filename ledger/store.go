@@ -69,8 +69,17 @@ func AppendStoreEvent(storeDir string, ev wire.MigrationEvent) error {
 // The caller holds the store's store.mutation.lock when the store is
 // installed; a staging store is private to its run.
 func AppendStoreEventWith(ops durable.Ops, storeDir string, ev wire.MigrationEvent) error {
-	if err := wire.CheckMigrationEvent(ev); err != nil {
-		return fmt.Errorf("append migration event: %w", err)
+	return AppendStoreEventsWith(ops, storeDir, ev)
+}
+
+// AppendStoreEventsWith is AppendStoreEventWith for several events in
+// order, with one check of the existing ledger: all are checked against
+// the contract before the first is written.
+func AppendStoreEventsWith(ops durable.Ops, storeDir string, evs ...wire.MigrationEvent) error {
+	for _, ev := range evs {
+		if err := wire.CheckMigrationEvent(ev); err != nil {
+			return fmt.Errorf("append migration event: %w", err)
+		}
 	}
 	path := StoreLedgerPath(storeDir)
 	if err := scanStoreLedger(ops, path, func(wire.MigrationEvent) {}); err != nil {
@@ -79,8 +88,10 @@ func AppendStoreEventWith(ops durable.Ops, storeDir string, ev wire.MigrationEve
 	if err := ops.MkdirPrivate(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("append migration event: %w", err)
 	}
-	if err := ops.AppendLine(path, wire.AppendMigrationEvent(nil, ev)); err != nil {
-		return fmt.Errorf("append migration event: %w", err)
+	for _, ev := range evs {
+		if err := ops.AppendLine(path, wire.AppendMigrationEvent(nil, ev)); err != nil {
+			return fmt.Errorf("append migration event: %w", err)
+		}
 	}
 	return nil
 }

@@ -420,14 +420,16 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 	// The store's own ledger holds the events of its migration, written
 	// before it becomes visible (as the reference writes its completed
 	// event into the staging store): the rename publishes them all.
+	var evs []wire.MigrationEvent
 	for _, ph := range []wire.Phase{wire.PhasePlanned, wire.PhaseStagingCopy, wire.PhaseIntegrityCheck, wire.PhaseCutoverCommit, wire.PhaseCompleted} {
 		ev := x.event(ph, v, wire.OutcomeOK, "")
 		if ph == wire.PhasePlanned || ph == wire.PhaseStagingCopy {
 			ev.Verification = none
 		}
-		if err := ledger.AppendStoreEventWith(sops, staging, ev); err != nil {
-			return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("store ledger: %w", err))
-		}
+		evs = append(evs, ev)
+	}
+	if err := ledger.AppendStoreEventsWith(sops, staging, evs...); err != nil {
+		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("store ledger: %w", err))
 	}
 	fp := passed.Fingerprint()
 	state := wire.SourceState{State: wire.SourceClean, SourceFingerprint: &fp}

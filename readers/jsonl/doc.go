@@ -21,8 +21,11 @@
 //
 // Open reads the file twice and never holds it whole: pass 1 checks every
 // line and keeps only ids, parents and positions; pass 2 (Next) streams
-// the entries with their canonical payloads. Both passes hash the bytes they
-// read; a file that changes between or during them is refused (class io),
-// so SHA256, Size and FileInfo describe exactly the bytes the entries came
-// from. The file is opened O_RDONLY|O_NOFOLLOW and never written.
+// the entries with their canonical payloads. Pass 1 hashes the bytes it
+// reads; the file's status (size, device, inode, change and modification
+// times) must be the same at the open, after pass 1 and after pass 2, and
+// pass 2 must end where pass 1 did: a file that changes between or during
+// them is refused (class io), so SHA256, Size and FileInfo describe
+// exactly the bytes the entries came from. The file is opened
+// O_RDONLY|O_NOFOLLOW and never written.
 package jsonl

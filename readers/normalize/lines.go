@@ -59,13 +59,18 @@ func NewLineReader(r io.Reader, bufSize, limit int, hashed bool) *LineReader {
 var readerPool = bufpool.NewReaders(LineBufferSize)
 
 // Restart makes lr read r from its start, as a new LineReader with the
-// same limit and hashing would, reusing its buffers (a second pass).
-func (lr *LineReader) Restart(r io.Reader) {
+// same limit would, reusing its buffers (a second pass).
+func (lr *LineReader) Restart(r io.Reader, hashed bool) {
 	lr.r.Reset(r)
 	lr.long = lr.long[:0]
 	lr.off, lr.line = 0, 0
-	if lr.sum != nil {
+	switch {
+	case !hashed:
+		lr.sum = nil
+	case lr.sum != nil:
 		lr.sum.Reset()
+	default:
+		lr.sum = sha256.New()
 	}
 }
 

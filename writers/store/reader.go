@@ -205,11 +205,16 @@ func checkFrame(line []byte, row wire.IndexRow) (wire.Frame, error) {
 	if err != nil {
 		return wire.Frame{}, err
 	}
+	return f, matchRow(f, row)
+}
+
+// matchRow checks that a frame is the one its index row names.
+func matchRow(f wire.Frame, row wire.IndexRow) error {
 	if f.EntrySeq != row.EntrySeq || f.EntryID != row.EntryID || f.SegmentSeq != row.SegmentSeq || f.FrameSeq != row.FrameSeq {
-		return wire.Frame{}, fmt.Errorf("frame (entry %d %q, segment %d frame %d) vs row (entry %d %q, segment %d frame %d): %w",
+		return fmt.Errorf("frame (entry %d %q, segment %d frame %d) vs row (entry %d %q, segment %d frame %d): %w",
 			f.EntrySeq, f.EntryID, f.SegmentSeq, f.FrameSeq, row.EntrySeq, row.EntryID, row.SegmentSeq, row.FrameSeq, ErrIndexMismatch)
 	}
-	return f, nil
+	return nil
 }
 
 // Manifest reads and checks manifest.json (wire.ParseManifest: document

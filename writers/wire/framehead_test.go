@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -38,5 +39,30 @@ func TestParseFrameHead(t *testing.T) {
 				t.Errorf("parent %q: %s: read a line AppendFrame never writes", parent, name)
 			}
 		}
+	}
+}
+
+// ParseFrameFast reads exactly what ParseFrame reads from a line in
+// AppendFrame's form, and refuses a payload that is not the one hashed.
+func TestParseFrameFast(t *testing.T) {
+	f := Frame{SegmentSeq: 1, FrameSeq: 2, EntrySeq: 2, EntryID: "e2", ParentEntryID: "e1",
+		EntryType: EntryCustom, Timestamp: "2026-01-01T00:00:00.000Z"}
+	f.SetPayload([]byte(`{"type":"custom","id":"e2","parentId":"e1","n":[1,2.5,"x"]}`))
+	line := AppendFrame(nil, f)
+	fast, ok, err := ParseFrameFast(line)
+	full, ferr := ParseFrame(line)
+	if !ok || err != nil || ferr != nil {
+		t.Fatalf("ok %v err %v, ParseFrame %v", ok, err, ferr)
+	}
+	if fast.EntryID != full.EntryID || fast.ParentEntryID != full.ParentEntryID || fast.EntryType != full.EntryType ||
+		fast.PayloadSHA256 != full.PayloadSHA256 || string(fast.Payload) != string(full.Payload) || fast.EntrySeq != full.EntrySeq {
+		t.Fatalf("fast %+v\nfull %+v", fast, full)
+	}
+	spoiled := []byte(strings.Replace(string(line), `2.5`, `2.6`, 1))
+	if _, ok, err := ParseFrameFast(spoiled); !ok || !errors.Is(err, ErrChecksum) {
+		t.Fatalf("a changed payload: ok %v err %v", ok, err)
+	}
+	if _, ok, _ := ParseFrameFast([]byte(strings.Replace(string(line), `"frameSeq":2`, `"frameSeq": 2`, 1))); ok {
+		t.Fatal("read a line AppendFrame never writes")
 	}
 }
