@@ -180,14 +180,14 @@ type checker struct {
 	// their payloads (CheckSummary).
 	fastFrames bool
 	framesOK   bool // every row's frame read and verified
-	chain    string
-	bytes    uint64
-	digest   wire.EntryDigest
-	counters wire.Counters
-	parents  map[string]string
-	children map[string]uint32
-	idAt     map[uint64]string // entry id at each checkpoint head
-	chainAt  map[uint64]string // chain after each checkpoint head
+	chain      string
+	bytes      uint64
+	digest     wire.EntryDigest
+	counters   wire.Counters
+	parents    map[string]string
+	children   map[string]uint32
+	idAt       map[uint64]string // entry id at each checkpoint head
+	chainAt    map[uint64]string // chain after each checkpoint head
 
 	checkpoints []checkpointDoc
 }
