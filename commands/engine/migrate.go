@@ -271,7 +271,11 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	if opt.OnPlan != nil {
 		opt.OnPlan(len(jobs), planned)
 	}
-	env := Env{Clock: opt.Clock, Ops: opt.Ops, MaxSegmentBytes: opt.MaxSegmentBytes,
+	ops := opt.Ops
+	if ops.Seals == nil {
+		ops.Seals = &durable.SyncGroup{} // the jobs share their seals
+	}
+	env := Env{Clock: opt.Clock, Ops: ops, MaxSegmentBytes: opt.MaxSegmentBytes,
 		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: log}
 	rep.Sessions = runJobs(ctx, env, jobs, opt.Jobs, opt.CorrelationID, func(res SessionResult, size int64) {
 		if opt.Progress != nil {

@@ -37,6 +37,10 @@ type Ops struct {
 	// DeferSync (see [Ops.SealTree]).
 	SyncFS func(f *os.File) error
 
+	// Seals, when set, shares the syncfs of SealTree between the
+	// concurrent jobs of a run (group commit).
+	Seals *SyncGroup
+
 	// DeferSync turns every fsync of the helpers into nothing: for the
 	// files and directories of a staging store, invisible to pi until its
 	// rename, which one [Ops.SealTree] makes durable before that rename

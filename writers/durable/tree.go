@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,7 +45,15 @@ func (o Ops) SealTree(root string) error {
 	if syncfs == nil {
 		syncfs = osSyncFS
 	}
-	err = syncfs(d)
+	if o.Seals != nil {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(d.Fd()), &st); err != nil {
+			return fmt.Errorf("seal %s: %w", root, err)
+		}
+		err = o.Seals.sync(st.Dev, func() error { return syncfs(d) })
+	} else {
+		err = syncfs(d)
+	}
 	if errors.Is(err, unix.ENOSYS) {
 		o.DeferSync = false
 		if err = o.syncTree(d); err == nil {
@@ -243,4 +252,63 @@ func (o Ops) HasSymlinkAncestor(path string) (string, bool, error) {
 		}
 	}
 	return "", false, nil
+}
+
+// SyncGroup lets the concurrent jobs of a run share their seals (group
+// commit): a syncfs that starts after a job's writes covers them, so a
+// job that finds one running waits for the next, which one job runs for
+// every job waiting. Put one in Ops.Seals for a run; the zero value is
+// ready.
+type SyncGroup struct {
+	mu   sync.Mutex
+	devs map[uint64]*devSyncs
+}
+
+// devSyncs counts the syncs of one filesystem.
+type devSyncs struct {
+	cond    *sync.Cond
+	running bool
+	started uint64 // syncs begun
+	done    uint64 // the last sync finished
+	failed  uint64 // the last sync that failed, with err
+	err     error
+}
+
+// sync returns once a call of fn that began after sync was called has
+// finished, running it itself when no other caller does; its error is that
+// of any such call that failed (conservatively: a later success may have
+// written back what a failure could not).
+func (g *SyncGroup) sync(dev uint64, fn func() error) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.devs == nil {
+		g.devs = map[uint64]*devSyncs{}
+	}
+	d := g.devs[dev]
+	if d == nil {
+		d = &devSyncs{cond: sync.NewCond(&g.mu)}
+		g.devs[dev] = d
+	}
+	need := d.started + 1 // one running now began before this call
+	for d.done < need {
+		if d.running {
+			d.cond.Wait()
+			continue
+		}
+		d.running = true
+		d.started++
+		n := d.started
+		g.mu.Unlock()
+		err := fn()
+		g.mu.Lock()
+		d.running, d.done = false, n
+		if err != nil {
+			d.failed, d.err = n, err
+		}
+		d.cond.Broadcast()
+	}
+	if d.failed >= need {
+		return d.err
+	}
+	return nil
 }
