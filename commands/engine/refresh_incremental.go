@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -64,11 +63,6 @@ func (r refreshRecord) sha() ([32]byte, bool) {
 	return d, true
 }
 
-type refreshFile struct {
-	Version  int                      `json:"version"`
-	Sessions map[string]refreshRecord `json:"sessions"`
-}
-
 // refreshRecords is one tree's record, loaded once per run and shared by
 // its sessions' workers.
 type refreshRecords struct {
@@ -85,29 +79,10 @@ func refreshRecordPath(tree string) string {
 // loadRefreshRecords reads the tree's record. Missing, unreadable or
 // malformed is empty: the record only saves work.
 func loadRefreshRecords(tree string) *refreshRecords {
-	c := &refreshRecords{tree: tree, entries: map[string]refreshRecord{}}
-	f, err := durable.OS.OpenNoFollow(refreshRecordPath(tree), os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return c
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return c
-	}
-	b, err := io.ReadAll(io.LimitReader(f, refreshRecordMax+1))
-	if err != nil || len(b) > refreshRecordMax {
-		return c
-	}
-	var rf refreshFile
-	if json.Unmarshal(b, &rf) != nil || rf.Version != 1 {
-		return c
-	}
-	for rel, e := range rf.Sessions {
-		if _, ok := e.sha(); ok && filepath.IsLocal(rel) && e.SourceBytes > 0 {
-			c.entries[rel] = e
-		}
-	}
-	return c
+	return &refreshRecords{tree: tree, entries: readStateFile(tree, RefreshRecordName, refreshRecordMax, func(e refreshRecord) bool {
+		_, ok := e.sha()
+		return ok && e.SourceBytes > 0
+	})}
 }
 
 func (c *refreshRecords) get(rel string) (refreshRecord, bool) {
@@ -140,20 +115,8 @@ func (c *refreshRecords) save(ops durable.Ops) error {
 			delete(c.entries, rel)
 		}
 	}
-	b, err := json.Marshal(refreshFile{Version: 1, Sessions: c.entries})
-	if err != nil {
-		return fmt.Errorf("refresh record: %w", err)
-	}
-	dir := filepath.Join(c.tree, ledger.PisessDir)
-	if err := ops.WriteFileAtomic(dir, dir, RefreshRecordName, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("refresh record: %w", err)
-	}
-	uid, gid, err := ops.Owner(c.tree)
-	if err == nil {
-		err = ops.ChownIfRoot(refreshRecordPath(c.tree), uid, gid)
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("refresh record: %w", err)
+	if err := writeStateFile(ops, c.tree, RefreshRecordName, c.entries); err != nil {
+		return err
 	}
 	c.changed = false
 	return nil

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"pisess/fixtures"
+	"pisess/fixtures/pi"
 	"pisess/fixtures/trees"
 	"pisess/readers/jsonl"
 	"pisess/verify"
@@ -359,7 +360,7 @@ func editRecord(tb testing.TB, tree string, edit func(*refreshRecord)) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var rf refreshFile
+	var rf stateFile[refreshRecord]
 	if err := json.Unmarshal(b, &rf); err != nil {
 		tb.Fatal(err)
 	}
@@ -372,5 +373,49 @@ func editRecord(tb testing.TB, tree string, edit func(*refreshRecord)) {
 	}
 	if err := os.WriteFile(refreshRecordPath(tree), b, 0o600); err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// TestIncrementalRefreshRealPiAppends: the real TypeScript pi appends to
+// real pi sessions (it leaves the sidecar's fingerprint mismatching rather
+// than marking it dirty, FORMAT.md §12); the refresh is incremental and
+// its store byte for byte the full rebuild's.
+func TestIncrementalRefreshRealPiAppends(t *testing.T) {
+	pi.Require(t)
+	tree, vs := migVectorsTree(t, trees.Vectors(t, "realpi"))
+	rep := migRun(t, migOptions(tree))
+	var migrated []string
+	for _, v := range vs {
+		if migResult(t, rep, v.Path).Outcome == OutcomeDone {
+			migrated = append(migrated, v.Path)
+		}
+	}
+	if len(migrated) < 5 {
+		t.Fatalf("only %d realpi sessions migrated", len(migrated))
+	}
+	for i, p := range migrated {
+		before, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pi.Append(t, p, fmt.Sprintf("one more question, number %d", i))
+		after, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) <= len(before) || !bytes.HasPrefix(after, before) {
+			t.Fatalf("%s: pi did not append (%d → %d bytes)", p, len(before), len(after))
+		}
+	}
+	rep = migRun(t, migOptions(tree))
+	for _, p := range migrated {
+		r := migResult(t, rep, p)
+		if r.Outcome != OutcomeDone || r.Action != PlanRefresh || !r.Incremental {
+			t.Errorf("%s: %s/%s incremental %v (%v %v)", p, r.Action, r.Outcome, r.Incremental, r.Notes, r.Error)
+			continue
+		}
+		migAllVerified(t, r)
+		incSameAsFull(t, p, 0)
+		incVerify(t, p)
 	}
 }

@@ -1,11 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -60,12 +55,6 @@ type cachedRefusal struct {
 	Reason   string        `json:"reason"`
 }
 
-type refusalFile struct {
-	Version int `json:"version"`
-	// Sessions are keyed by their path relative to the tree.
-	Sessions map[string]cachedRefusal `json:"sessions"`
-}
-
 // refusalCache is one tree's refusal cache, loaded once per run.
 type refusalCache struct {
 	tree    string
@@ -81,29 +70,8 @@ func refusalCachePath(tree string) string {
 // malformed cache is an empty one: it only saves work, so losing it costs
 // one re-read of each refused session.
 func loadRefusalCache(tree string) *refusalCache {
-	c := &refusalCache{tree: tree, entries: map[string]cachedRefusal{}}
-	f, err := durable.OS.OpenNoFollow(refusalCachePath(tree), os.O_RDONLY, 0)
-	if err != nil {
-		return c
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, refusalCacheMax+1))
-	if err != nil || len(b) > refusalCacheMax {
-		return c
-	}
-	var rf refusalFile
-	if json.Unmarshal(b, &rf) != nil || rf.Version != 1 {
-		return c
-	}
-	for rel, e := range rf.Sessions {
-		// Keys are tree-relative names, never addresses: anything that
-		// could leave the tree is dropped.
-		if !filepath.IsLocal(rel) || e.Reason == "" {
-			continue
-		}
-		c.entries[rel] = e
-	}
-	return c
+	return &refusalCache{tree: tree, entries: readStateFile(tree, RefusalCacheName, refusalCacheMax,
+		func(e cachedRefusal) bool { return e.Reason != "" })}
 }
 
 // lookup returns the cached refusal of the session rel when its file still
@@ -140,20 +108,8 @@ func (c *refusalCache) save(ops durable.Ops) error {
 	if !c.changed {
 		return nil
 	}
-	b, err := json.Marshal(refusalFile{Version: 1, Sessions: c.entries})
-	if err != nil {
-		return fmt.Errorf("refusal cache: %w", err)
-	}
-	dir := filepath.Join(c.tree, ledger.PisessDir)
-	if err := ops.WriteFileAtomic(dir, dir, RefusalCacheName, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("refusal cache: %w", err)
-	}
-	uid, gid, err := ops.Owner(c.tree)
-	if err == nil {
-		err = ops.ChownIfRoot(refusalCachePath(c.tree), uid, gid)
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("refusal cache: %w", err)
+	if err := writeStateFile(ops, c.tree, RefusalCacheName, c.entries); err != nil {
+		return err
 	}
 	c.changed = false
 	return nil
