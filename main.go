@@ -26,7 +26,9 @@ func main() {
 		debug.SetMemoryLimit(256 << 20)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProfiling := startProfiling()
 	code := commands.Main(ctx, os.Args, os.Stdout, os.Stderr)
+	stopProfiling()
 	stop()
 	os.Exit(code)
 }

@@ -129,6 +129,7 @@ func (s *Source) next() (readers.Entry, error) {
 			if err := s.unchanged(); err != nil {
 				return readers.Entry{}, err
 			}
+			s.graph.Release()
 			return readers.Entry{}, io.EOF
 		}
 		n := s.lr.Line()

@@ -8,40 +8,67 @@ import (
 
 	"pisess/readers"
 	"pisess/readers/payload"
+	"pisess/writers/idgraph"
 )
 
 // Builder collects the first pass over a session's entries and decides,
 // in Finish, everything the reference decides once all entries have
 // parsed. Unit names a position in reasons ("line" for JSONL, "seq" for
 // SQLite).
+//
+// Its per-entry state is held column by column in pointer-free slices
+// (about 21 bytes an entry besides the id's own bytes): a session of a
+// million entries costs tens of megabytes, not hundreds, and nothing the
+// collector scans.
 type Builder struct {
 	Path string
 	Unit string
 
-	nodes  []node
-	ids    idTable // explicit ids (first occurrence) and synthesized ids
-	dup    *duplicate
-	idless int
+	ids    idTable // explicit ids (first occurrence), synthesized ids, pending parents
+	id     []ref   // each entry's explicit id, or the synthesized one after Finish
+	parent []int32 // noParent, a node, or pendingBase-k for pending[k]
+	pos    []int64 // line or seq, for messages and for Resolve
+	flags  []uint8
+	// locs holds the caller's handle of every entry without an id: only
+	// those are fetched again (to synthesize their ids).
+	locs []idless
+	// pending holds parent ids not yet among the entries when named: a
+	// later entry, a synthesized id, or a missing parent.
+	pending []ref
+	dup     *duplicate
 
 	finished bool
-	cursor   int // Resolve's position in nodes
+	cursor   int // Resolve's position
 }
 
-// node is one entry. It holds no pointer (see idTable).
-type node struct {
-	id     ref   // explicit id, or the synthesized one after Finish
-	parent ref   // when flags has fParent
-	pos    int64 // line or seq, for messages and for Resolve
-	loc    int64 // the caller's handle to fetch the entry again
-	flags  uint8
+const (
+	noParent    = -1
+	pendingBase = -2 // parent[i] = pendingBase-k names pending[k]
+)
+
+type idless struct {
+	node int32
+	loc  int64
 }
 
-func (b *Builder) idOf(i int32) ref { return b.nodes[i].id }
+func (b *Builder) idOf(i int32) []byte { return b.ids.bytes(b.id[i]) }
 
 // lookup returns the index of the entry with id, or -1.
-func (b *Builder) lookup(id string) int32 { return b.ids.lookup(id, b.idOf) }
+func (b *Builder) lookup(id string) int32 { return b.ids.index.LookupString(id, b.idOf) }
 
-func (b *Builder) idString(i int) string { return b.ids.str(b.nodes[i].id) }
+func (b *Builder) idString(i int) string { return b.ids.str(b.id[i]) }
+
+// parentString is entry i's parent id ("" when it has none).
+func (b *Builder) parentString(i int) string {
+	switch p := b.parent[i]; {
+	case p >= 0:
+		return b.idString(int(p))
+	case p == noParent:
+		return ""
+	default:
+		return b.ids.str(b.pending[pendingBase-p])
+	}
+}
 
 const (
 	fExplicit uint8 = 1 << iota // the source gave the id
@@ -58,32 +85,47 @@ type duplicate struct {
 // and reported by Finish, after every entry has parsed, as the reference
 // reports it.
 func (b *Builder) Add(pos, loc int64, e *payload.Entry) {
-	n := node{pos: pos, loc: loc}
+	i := int32(len(b.id))
+	var flags uint8
+	parent := int32(noParent)
 	if e.HasParent {
-		n.parent, n.flags = b.ids.add(e.ParentID), fParent
-	}
-	if !e.HasID {
-		b.idless++
-		b.nodes = append(b.nodes, n)
-		return
-	}
-	n.flags |= fExplicit
-	j := b.lookup(e.ID)
-	if j >= 0 {
-		n.id = b.nodes[j].id // the same bytes: no need to store them twice
-		if b.dup == nil {
-			b.dup = &duplicate{id: e.ID, first: b.nodes[j].pos, second: pos}
+		flags = fParent
+		// A parent named before its entry (pi's order) is linked now; any
+		// other waits for Finish, which links it after synthesizing ids.
+		if p := b.lookup(e.ParentID); p >= 0 {
+			parent = p
+		} else {
+			parent = pendingBase - int32(len(b.pending))
+			b.pending = append(b.pending, b.ids.add(e.ParentID))
 		}
-		b.nodes = append(b.nodes, n)
-		return
 	}
-	n.id = b.ids.add(e.ID)
-	b.nodes = append(b.nodes, n)
-	b.ids.insert(e.ID, int32(len(b.nodes)-1), b.idOf)
+	var id ref
+	first := false
+	switch {
+	case !e.HasID:
+		b.locs = append(b.locs, idless{node: i, loc: loc})
+	default:
+		flags |= fExplicit
+		if j := b.lookup(e.ID); j >= 0 {
+			id = b.id[j] // the same bytes: no need to store them twice
+			if b.dup == nil {
+				b.dup = &duplicate{id: e.ID, first: b.pos[j], second: pos}
+			}
+		} else {
+			id, first = b.ids.add(e.ID), true
+		}
+	}
+	b.id = append(b.id, id)
+	b.parent = append(b.parent, parent)
+	b.pos = append(b.pos, pos)
+	b.flags = append(b.flags, flags)
+	if first {
+		b.ids.index.Insert(i, b.idOf) // after the append: the index reads b.id[i]
+	}
 }
 
 // Len is the number of entries added.
-func (b *Builder) Len() int { return len(b.nodes) }
+func (b *Builder) Len() int { return len(b.id) }
 
 // Fetch reads the entry at loc again, for id synthesis. Its errors are
 // returned as they are.
@@ -109,48 +151,45 @@ func (b *Builder) Finish(fetch Fetch) error {
 		return b.refuse(d.second, readers.ClassDuplicateID, fmt.Sprintf(
 			"session contains duplicate entry ID %s (%s %d and %s %d)", d.id, b.Unit, d.first, b.Unit, d.second))
 	}
-	parents := make([]int32, len(b.nodes)) // -1: no parent
-	for i, n := range b.nodes {
-		parents[i] = -1
-		if n.flags&fParent == 0 {
+	// Pending parents in source order: the first missing one is the one
+	// the reference names.
+	for i, p := range b.parent {
+		if p >= noParent {
 			continue
 		}
-		p := b.ids.lookupBytes(b.ids.bytes(n.parent), b.idOf)
-		if p < 0 {
-			return b.refuse(n.pos, readers.ClassMissingParent, fmt.Sprintf(
-				"session entry %s references missing parent %s", b.idString(i), b.ids.str(n.parent)))
+		name := b.pending[pendingBase-p]
+		q := b.ids.index.Lookup(b.ids.bytes(name), b.idOf)
+		if q < 0 {
+			return b.refuse(b.pos[i], readers.ClassMissingParent, fmt.Sprintf(
+				"session entry %s references missing parent %s", b.idString(i), b.ids.str(name)))
 		}
-		parents[i] = p
+		b.parent[i] = q
 	}
-	if err := b.cycles(parents); err != nil {
+	b.pending = nil
+	if err := b.cycles(b.parent); err != nil {
 		return err
 	}
-	for i, n := range b.nodes {
-		if id := b.idString(i); n.flags&fExplicit != 0 && !payload.ValidEntryID(id) {
-			return b.refuse(n.pos, readers.ClassBadEntryID, fmt.Sprintf(
+	for i, f := range b.flags {
+		if id := b.idString(i); f&fExplicit != 0 && !payload.ValidEntryID(id) {
+			return b.refuse(b.pos[i], readers.ClassBadEntryID, fmt.Sprintf(
 				"entry id %s does not match the V2 entry-id contract ^[A-Za-z0-9_-]{1,128}$", strconv.Quote(id)))
 		}
 	}
-	b.ids.slots = nil // Resolve walks nodes in order; the index is no longer needed
+	b.ids.index = idgraph.Index{} // Resolve walks entries in order; the index is no longer needed
+	b.locs = nil
 	return nil
 }
 
 func (b *Builder) synthesize(fetch Fetch) error {
-	if b.idless == 0 {
-		return nil
-	}
 	taken := func(id string) bool { return b.lookup(id) >= 0 }
-	for i := range b.nodes {
-		n := &b.nodes[i]
-		if n.flags&fExplicit != 0 {
-			continue
-		}
-		e, err := fetch(n.loc)
+	for _, il := range b.locs {
+		i := il.node
+		e, err := fetch(il.loc)
 		if err != nil {
 			return err
 		}
 		if e.HasID {
-			return b.refuse(n.pos, readers.ClassIO, "source changed while it was read: the entry now has an id")
+			return b.refuse(b.pos[i], readers.ClassIO, "source changed while it was read: the entry now has an id")
 		}
 		id, err := e.LegacyID(taken)
 		if err != nil {
@@ -159,10 +198,10 @@ func (b *Builder) synthesize(fetch Fetch) error {
 			if errors.As(err, &pe) {
 				class, detail = pe.Class, pe.Detail
 			}
-			return &readers.RefusedError{Path: b.Path, Line: n.pos, Class: class, Reason: detail, Err: err}
+			return &readers.RefusedError{Path: b.Path, Line: b.pos[i], Class: class, Reason: detail, Err: err}
 		}
-		n.id = b.ids.add(id)
-		b.ids.insert(id, int32(i), b.idOf)
+		b.id[i] = b.ids.add(id)
+		b.ids.index.Insert(i, b.idOf)
 	}
 	return nil
 }
@@ -177,12 +216,12 @@ func (b *Builder) cycles(parents []int32) error {
 		walking
 		done
 	)
-	state := make([]uint8, len(b.nodes))
+	state := make([]uint8, len(parents))
 	parentOf := func(i int) int { return int(parents[i]) }
 	best := -1 // earliest member of any cycle found
 	var bestCycle []int
 	var path []int
-	for start := range b.nodes {
+	for start := range parents {
 		if state[start] != unseen {
 			continue
 		}
@@ -217,9 +256,8 @@ func (b *Builder) cycles(parents []int32) error {
 	if best < 0 {
 		return nil
 	}
-	n := b.nodes[best]
 	if len(bestCycle) == 1 {
-		return b.refuse(n.pos, readers.ClassParentCycle, fmt.Sprintf(
+		return b.refuse(b.pos[best], readers.ClassParentCycle, fmt.Sprintf(
 			"session entry %s names itself as its parent: the parent graph contains a cycle", b.idString(best)))
 	}
 	// Describe the cycle from its earliest member, following parent links.
@@ -228,7 +266,7 @@ func (b *Builder) cycles(parents []int32) error {
 	for k := 0; k < len(bestCycle); k++ {
 		if k < 8 {
 			ids = append(ids, b.idString(i))
-			where = append(where, strconv.FormatInt(b.nodes[i].pos, 10))
+			where = append(where, strconv.FormatInt(b.pos[i], 10))
 		}
 		i = parentOf(i)
 	}
@@ -236,7 +274,7 @@ func (b *Builder) cycles(parents []int32) error {
 	if len(bestCycle) > 8 {
 		more = fmt.Sprintf(" … (%d entries)", len(bestCycle))
 	}
-	return b.refuse(n.pos, readers.ClassParentCycle, fmt.Sprintf(
+	return b.refuse(b.pos[best], readers.ClassParentCycle, fmt.Sprintf(
 		"session parent graph contains a cycle: %s → %s%s (%ss %s%s)",
 		strings.Join(ids, " → "), b.idString(best), more, b.Unit, strings.Join(where, ", "), more))
 }
@@ -251,18 +289,19 @@ func (b *Builder) refuse(pos int64, class readers.Class, reason string) error {
 // one Finish checked. A mismatch means the source changed between the
 // passes: a *readers.RefusedError of class io.
 func (b *Builder) Resolve(pos int64, e *payload.Entry) (id string, synthesized bool, err error) {
-	if !b.finished || b.cursor >= len(b.nodes) {
+	if !b.finished || b.cursor >= len(b.id) {
 		return "", false, b.refuse(pos, readers.ClassIO, "source changed while it was read: more entries than in the first pass")
 	}
-	n := &b.nodes[b.cursor]
+	i := b.cursor
 	b.cursor++
-	same := n.pos == pos && e.HasID == (n.flags&fExplicit != 0) && e.HasParent == (n.flags&fParent != 0) &&
-		(!e.HasID || e.ID == string(b.ids.bytes(n.id))) && (!e.HasParent || e.ParentID == string(b.ids.bytes(n.parent)))
+	flags := b.flags[i]
+	same := b.pos[i] == pos && e.HasID == (flags&fExplicit != 0) && e.HasParent == (flags&fParent != 0) &&
+		(!e.HasID || e.ID == string(b.idOf(int32(i)))) && (!e.HasParent || e.ParentID == b.parentString(i))
 	if !same {
 		return "", false, b.refuse(pos, readers.ClassIO, "source changed while it was read: this entry differs from the first pass")
 	}
 	if !e.HasID {
-		id := b.ids.str(n.id)
+		id := b.idString(i)
 		e.SetID(id)
 		return id, true, nil
 	}
@@ -270,4 +309,14 @@ func (b *Builder) Resolve(pos int64, e *payload.Entry) (id string, synthesized b
 }
 
 // Done reports whether Resolve has been given every entry.
-func (b *Builder) Done() bool { return b.cursor == len(b.nodes) }
+func (b *Builder) Done() bool { return b.cursor == len(b.id) }
+
+// Release frees the per-entry state once Resolve has been given every
+// entry (the second pass is over): a session's ids then do not stay in
+// memory while its staging store is checked. Done stays true.
+func (b *Builder) Release() {
+	if b.Done() {
+		b.ids, b.id, b.parent, b.pos, b.flags = idTable{}, nil, nil, nil, nil
+		b.cursor = 0
+	}
+}

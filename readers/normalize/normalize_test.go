@@ -2,6 +2,7 @@ package normalize
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -128,4 +129,106 @@ func TestResolveMismatch(t *testing.T) {
 	if r := readers.AsRefused(err); r == nil || r.Class != readers.ClassIO {
 		t.Fatalf("%v", err)
 	}
+}
+
+// TestBuilderAgreesWithModel: random sessions with duplicates, parents
+// named before and after their entry, missing parents, self-parents and
+// cycles get the verdict a plain-map reading of the reference's order
+// gives (duplicate, then the first missing parent in source order, then
+// the cycle with the earliest member), and a clean one resolves every
+// entry with its parent checked.
+func TestBuilderAgreesWithModel(t *testing.T) {
+	for seed := range 400 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 3))
+		n := 1 + rng.IntN(60)
+		ids, parents := make([]string, n), make([]string, n)
+		for i := range n {
+			ids[i] = fmt.Sprintf("e%d", i)
+			switch r := rng.IntN(100); {
+			case r < 2 && i > 0 && seed%4 == 0:
+				ids[i] = ids[rng.IntN(i)] // duplicate
+			case r < 4 && seed%4 == 1:
+				parents[i] = fmt.Sprintf("gone%d", rng.IntN(3))
+			case r < 6 && seed%4 == 2:
+				parents[i] = fmt.Sprintf("e%d", i+rng.IntN(4)) // itself or a later entry: maybe a cycle
+			case r < 15 || i == 0:
+			default:
+				parents[i] = ids[rng.IntN(i)]
+			}
+		}
+		want, wantPos := modelVerdict(ids, parents)
+		b := &Builder{Path: "p", Unit: "line"}
+		for i := range n {
+			b.Add(int64(i+2), 0, entry(t, ids[i], parents[i]))
+		}
+		err := b.Finish(nil)
+		r := readers.AsRefused(err)
+		switch {
+		case want == "" && err != nil:
+			t.Fatalf("seed %d: %v, want no refusal", seed, err)
+		case want != "" && (r == nil || r.Class != want || r.Line != wantPos):
+			t.Fatalf("seed %d: %v, want %s at line %d", seed, err, want, wantPos)
+		case want != "":
+			continue
+		}
+		for i := range n {
+			if id, _, err := b.Resolve(int64(i+2), entry(t, ids[i], parents[i])); err != nil || id != ids[i] {
+				t.Fatalf("seed %d: resolve %d: %q %v", seed, i, id, err)
+			}
+		}
+		if n > 1 && parents[n-1] != "" {
+			// The same entries with another parent at the end: a changed source.
+			c := &Builder{Path: "p", Unit: "line"}
+			for i := range n {
+				c.Add(int64(i+2), 0, entry(t, ids[i], parents[i]))
+			}
+			if err := c.Finish(nil); err != nil {
+				t.Fatal(err)
+			}
+			for i := range n - 1 {
+				c.Resolve(int64(i+2), entry(t, ids[i], parents[i]))
+			}
+			if _, _, err := c.Resolve(int64(n+1), entry(t, ids[n-1], "")); readers.AsRefused(err) == nil {
+				t.Fatalf("seed %d: a lost parent in the second pass is not noticed", seed)
+			}
+		}
+	}
+}
+
+func modelVerdict(ids, parents []string) (readers.Class, int64) {
+	seen := map[string]bool{}
+	for i, id := range ids {
+		if seen[id] {
+			return readers.ClassDuplicateID, int64(i + 2)
+		}
+		seen[id] = true
+	}
+	at := map[string]int{}
+	for i, id := range ids {
+		at[id] = i
+	}
+	for i, p := range parents {
+		if _, ok := at[p]; p != "" && !ok {
+			return readers.ClassMissingParent, int64(i + 2)
+		}
+	}
+	best := -1
+	for start := range ids {
+		// start is on a cycle when walking up from it comes back to it.
+		cur, steps := start, 0
+		for parents[cur] != "" && steps <= len(ids) {
+			cur = at[parents[cur]]
+			steps++
+			if cur == start {
+				if best < 0 || start < best {
+					best = start
+				}
+				break
+			}
+		}
+	}
+	if best >= 0 {
+		return readers.ClassParentCycle, int64(best + 2)
+	}
+	return "", 0
 }

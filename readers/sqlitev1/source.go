@@ -147,6 +147,7 @@ func (s *Source) next() (readers.Entry, error) {
 		if !s.graph.Done() {
 			return readers.Entry{}, s.refuse(s.seq+1, readers.ClassIO, "the private copy changed while it was read", nil)
 		}
+		s.graph.Release()
 		return readers.Entry{}, io.EOF
 	}
 	seq, js, err := s.row(s.rows)

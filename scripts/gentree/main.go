@@ -23,12 +23,19 @@ func main() {
 	sessions := flag.Int("sessions", 2000, "number of sessions")
 	totalMB := flag.Int("mb", 1024, "approximate total size in MiB")
 	seed := flag.Uint64("seed", 1, "random seed")
+	entries := flag.Int("entries", 0, "instead of a tree of -sessions, write one session of exactly this many small entries (the memory benchmark's input)")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "gentree: -out is required")
 		os.Exit(2)
 	}
-	if err := generate(*out, *sessions, int64(*totalMB)<<20, *seed); err != nil {
+	var err error
+	if *entries > 0 {
+		err = generateLong(*out, *entries, *seed)
+	} else {
+		err = generate(*out, *sessions, int64(*totalMB)<<20, *seed)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "gentree:", err)
 		os.Exit(1)
 	}
@@ -157,6 +164,51 @@ func writeSession(path, id string, t time.Time, target int64, rng *rand.Rand) er
 	}
 	eid, p = next()
 	line(fmt.Sprintf(`{"type":"session_info","id":%q,%s,"timestamp":%q,"name":%s}`, eid, p, ts(), js(text(rng, 20))))
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// generateLong writes one session of n short entries, linear but for a branch
+// every 64 entries: the shape where per-entry bookkeeping, not payload size,
+// decides a run's memory.
+func generateLong(out string, n int, seed uint64) error {
+	dir := filepath.Join(out, "--home-dev-long--")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create tree: %w", err)
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	t := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	id := uuid(rng)
+	f, err := os.OpenFile(filepath.Join(dir, "2026-03-01T09-00-00-000Z_"+id+".jsonl"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	fmt.Fprintf(w, `{"type":"session","version":3,"id":%q,"timestamp":%q,"cwd":"/home/dev/long"}`+"\n", id, t.Format("2006-01-02T15:04:05.000Z"))
+	parent := "null"
+	for i := 0; i < n; i++ {
+		t = t.Add(time.Duration(100+rng.IntN(2000)) * time.Millisecond)
+		// Sequential ids are unique by construction, 8 hex digits as pi's.
+		eid := fmt.Sprintf("%08x", uint32(i)*2654435761)
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		var content string
+		if role == "user" {
+			content = js(text(rng, 20+rng.IntN(60)))
+		} else {
+			content = `[{"type":"text","text":` + js(text(rng, 20+rng.IntN(60))) + `}],"api":"anthropic-messages","provider":"anthropic","model":"m","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop"`
+		}
+		fmt.Fprintf(w, `{"type":"message","id":%q,"parentId":%s,"timestamp":%q,"message":{"role":%q,"content":%s,"timestamp":%d}}`+"\n",
+			eid, parent, t.Format("2006-01-02T15:04:05.000Z"), role, content, t.UnixMilli())
+		if i%64 != 63 {
+			parent = strconv.Quote(eid)
+		}
+	}
 	if err := w.Flush(); err != nil {
 		f.Close()
 		return err

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"pisess/writers/idgraph"
 	"pisess/writers/wire"
 )
 
@@ -160,6 +162,16 @@ type indexedRow struct {
 	line int64
 }
 
+// rowFacts are what the manifest states about the rows (checkManifest).
+type rowFacts struct {
+	bytes, segments uint64
+	head            wire.Head
+	lastCRC         string
+}
+
+// rowsKept: see checker.rows. A variable for the tests.
+var rowsKept = 1 << 16
+
 type checkpointDoc struct {
 	wire.Checkpoint
 	path string
@@ -174,7 +186,15 @@ type checker struct {
 
 	indexPresent bool
 	indexOK      bool // rows all read, parsed and structurally sound (or no index needed)
-	rows         []indexedRow
+	// rows holds the index rows readIndex accepted while there are at most
+	// rowsKept of them; a bigger index is parsed again by allRows, as the
+	// rows of a million entries would cost more than a second parse.
+	rows  []indexedRow
+	nrows int
+	facts rowFacts
+	// graph holds the rows' entry ids (node n is row n) and, once frames
+	// are verified, their parents.
+	graph idgraph.Graph
 
 	// fastFrames reads frames in the writer's exact form without parsing
 	// their payloads (CheckSummary).
@@ -184,8 +204,6 @@ type checker struct {
 	bytes      uint64
 	digest     wire.EntryDigest
 	counters   wire.Counters
-	parents    map[string]string
-	children   map[string]uint32
 	idAt       map[uint64]string // entry id at each checkpoint head
 	chainAt    map[uint64]string // chain after each checkpoint head
 
@@ -290,6 +308,7 @@ func (c *checker) listSegments() {
 // stops at the first row it cannot trust: what follows would only cascade.
 func (c *checker) readIndex() {
 	path := IndexPath(c.s.root)
+	c.facts.lastCRC = wire.EmptyCRC32C
 	needed := false
 	for _, sg := range c.segs {
 		needed = needed || sg.size > 0 || !sg.usable
@@ -313,7 +332,6 @@ func (c *checker) readIndex() {
 	}
 	defer f.Close()
 	lr := newLineReader(f)
-	ids := map[string]bool{}
 	var prev wire.IndexRow
 	for {
 		line, err := lr.Next()
@@ -340,18 +358,75 @@ func (c *checker) readIndex() {
 		case row.EntrySeq != prev.EntrySeq+1:
 			bad("entrySeq %d follows %d: entry sequence numbers must be contiguous from 1", row.EntrySeq, prev.EntrySeq)
 			return
-		case ids[row.EntryID]:
-			bad("entry id %q appears twice", row.EntryID)
-			return
 		case row.SegmentSeq < prev.SegmentSeq:
 			bad("segmentSeq %d follows %d: segments must not go backwards", row.SegmentSeq, prev.SegmentSeq)
 			return
 		}
-		ids[row.EntryID] = true
-		c.rows = append(c.rows, indexedRow{row, lr.line})
+		if _, err := c.graph.Add(row.EntryID); errors.Is(err, idgraph.ErrDuplicate) {
+			bad("entry id %q appears twice", row.EntryID)
+			return
+		} else if err != nil {
+			bad("%v", err)
+			return
+		}
+		if c.nrows < rowsKept {
+			c.rows = append(c.rows, indexedRow{row, lr.line})
+		} else {
+			c.rows = nil
+		}
+		c.nrows++
+		c.facts.bytes += row.ByteLength
+		if c.nrows == 1 || row.SegmentSeq != prev.SegmentSeq {
+			c.facts.segments++
+		}
+		c.facts.head = wire.Head{SegmentSeq: row.SegmentSeq, EntrySeq: row.EntrySeq, EntryID: row.EntryID}
+		c.facts.lastCRC = row.CRC32C
 		prev = row
 	}
 	c.indexOK = true
+}
+
+// allRows yields the rows readIndex accepted, in order: from memory, or
+// parsed again from the index. An index that no longer reads as it did is
+// a problem, and ends the rows.
+func (c *checker) allRows() iter.Seq2[int, indexedRow] {
+	return func(yield func(int, indexedRow) bool) {
+		if c.rows != nil || c.nrows == 0 {
+			for i, r := range c.rows {
+				if !yield(i, r) {
+					return
+				}
+			}
+			return
+		}
+		path := IndexPath(c.s.root)
+		changed := func(detail string) {
+			c.add(Problem{Class: ClassBadDocument, Path: path, Detail: "changed while being checked: " + detail})
+			c.framesOK = false
+		}
+		f, _, err := openRegular(c.s.ops, path)
+		if err != nil {
+			changed(err.Error())
+			return
+		}
+		defer f.Close()
+		lr := newLineReader(f)
+		for i := 0; i < c.nrows; i++ {
+			line, err := lr.Next()
+			if err != nil {
+				changed(fmt.Sprintf("line %d: %v", lr.line, err))
+				return
+			}
+			row, err := wire.ParseIndexRow(line)
+			if err != nil || row.EntrySeq != uint64(i)+1 || c.graph.ID(i) != row.EntryID {
+				changed(fmt.Sprintf("line %d is not the row read before", lr.line))
+				return
+			}
+			if !yield(i, indexedRow{row, lr.line}) {
+				return
+			}
+		}
+	}
 }
 
 // checkFrames reads every indexed frame: bounds, contiguity within its
@@ -360,12 +435,10 @@ func (c *checker) readIndex() {
 func (c *checker) checkFrames() {
 	c.framesOK = c.indexOK
 	c.chain = wire.ChainGenesis
-	c.parents = map[string]string{}
-	c.children = map[string]uint32{}
 	c.idAt, c.chainAt = map[uint64]string{}, map[uint64]string{}
-	if n := len(c.rows); n > 0 {
+	if c.nrows > 0 {
 		// The newest segment is the index's last, whatever else lies there.
-		c.lastSeg = c.rows[n-1].SegmentSeq
+		c.lastSeg = c.facts.head.SegmentSeq
 	}
 	wanted := map[uint64]bool{}
 	for _, cp := range c.checkpoints {
@@ -387,9 +460,12 @@ func (c *checker) checkFrames() {
 			open.f.Close()
 		}
 	}()
-	for i, r := range c.rows {
+	var prevSeg uint64
+	for i, r := range c.allRows() {
 		sg := c.segs[r.SegmentSeq]
-		if i == 0 || r.SegmentSeq != c.rows[i-1].SegmentSeq {
+		newSeg := i == 0 || r.SegmentSeq != prevSeg
+		prevSeg = r.SegmentSeq
+		if newSeg {
 			known, wantFrame, wantOff = true, 1, 0
 			if sg != nil && sg.usable && sg.size > c.s.max {
 				c.add(Problem{Class: ClassBadDocument, Path: sg.path, Segment: sg.seq,
@@ -483,7 +559,7 @@ func (c *checker) checkFrames() {
 			continue
 		}
 		c.bytes += r.ByteLength
-		c.account(f, wanted)
+		c.account(i, f, wanted)
 	}
 }
 
@@ -491,7 +567,7 @@ func (c *checker) checkFrames() {
 // row, in the last segment, starting inside the file, which ends without a
 // newline (frame lines hold no raw newline, so a complete one ends in one).
 func (c *checker) tornAt(sg *segInfo, r indexedRow, i int) bool {
-	if i != len(c.rows)-1 || sg.seq != c.lastSeg || r.ByteOffset >= uint64(sg.size) {
+	if i != c.nrows-1 || sg.seq != c.lastSeg || r.ByteOffset >= uint64(sg.size) {
 		return false
 	}
 	last, err := c.readSegment(sg, sg.size-1, 1)
@@ -530,7 +606,7 @@ func (c *checker) frame(line []byte, row wire.IndexRow) (wire.Frame, error) {
 	return f, matchRow(f, row)
 }
 
-func (c *checker) account(f wire.Frame, wanted map[uint64]bool) {
+func (c *checker) account(node int, f wire.Frame, wanted map[uint64]bool) {
 	c.chain = wire.ChainStep(c.chain, f.PayloadSHA256)
 	c.digest.Add(f.EntryID, f.ParentEntryID, string(f.EntryType))
 	c.counters.EntriesTotal++
@@ -540,9 +616,10 @@ func (c *checker) account(f wire.Frame, wanted map[uint64]bool) {
 	case wire.EntryCompaction:
 		c.counters.CompactionsTotal++
 	}
-	c.parents[f.EntryID] = f.ParentEntryID
-	if f.ParentEntryID != "" {
-		c.children[f.ParentEntryID]++
+	// The frame matched its row: node is its entry (readIndex's order).
+	if err := c.graph.SetParent(node, f.ParentEntryID); err != nil {
+		c.addf(ClassBadDocument, IndexPath(c.s.root), "%v", err)
+		c.framesOK = false
 	}
 	if wanted[f.EntrySeq] {
 		c.idAt[f.EntrySeq], c.chainAt[f.EntrySeq] = f.EntryID, c.chain
@@ -625,20 +702,11 @@ func (c *checker) checkParents() {
 	if !c.framesOK {
 		return
 	}
-	ids := make([]string, 0, len(c.parents))
-	for id := range c.parents {
-		ids = append(ids, id)
+	if id, p, missing := c.graph.MissingParent(); missing {
+		c.addf(ClassBadDocument, IndexPath(c.s.root), "entry %q names parent %q, which is not in the store", id, p)
+		return
 	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		if p := c.parents[id]; p != "" {
-			if _, ok := c.parents[p]; !ok {
-				c.addf(ClassBadDocument, IndexPath(c.s.root), "entry %q names parent %q, which is not in the store", id, p)
-				return
-			}
-		}
-	}
-	if hasParentCycle(c.parents) {
+	if c.graph.HasCycle() {
 		c.addf(ClassBadDocument, IndexPath(c.s.root), "the parent links form a cycle")
 	}
 }

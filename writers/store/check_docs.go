@@ -46,21 +46,8 @@ func (c *checker) checkManifest() {
 	if !c.indexOK {
 		return
 	}
-	var facts struct {
-		bytes, segments uint64
-		head            wire.Head
-		lastCRC         string
-	}
-	facts.lastCRC = wire.EmptyCRC32C
-	for i, r := range c.rows {
-		facts.bytes += r.ByteLength
-		if i == 0 || r.SegmentSeq != c.rows[i-1].SegmentSeq {
-			facts.segments++
-		}
-		facts.head = wire.Head{SegmentSeq: r.SegmentSeq, EntrySeq: r.EntrySeq, EntryID: r.EntryID}
-		facts.lastCRC = r.CRC32C
-	}
-	if n := uint64(len(c.rows)); cn.EntriesTotal != n {
+	facts := c.facts
+	if n := uint64(c.nrows); cn.EntriesTotal != n {
 		mismatch("counters.entriesTotal", n, cn.EntriesTotal)
 	}
 	if cn.BytesTotal != facts.bytes {
@@ -78,12 +65,7 @@ func (c *checker) checkManifest() {
 	if !c.framesOK {
 		return
 	}
-	var branches uint64
-	for _, n := range c.children {
-		if n > 1 {
-			branches++
-		}
-	}
+	branches := c.graph.Branches()
 	if cn.MessagesTotal != c.counters.MessagesTotal {
 		mismatch("counters.messagesTotal", c.counters.MessagesTotal, cn.MessagesTotal)
 	}

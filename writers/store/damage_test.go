@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -334,9 +335,15 @@ func TestCheckDamageTable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyStore(t, base)
 			tc.damage(t, dir)
-			ps := mustOpen(t, dir).Check()
+			ps, sum := mustOpen(t, dir).CheckSummary()
 			if len(ps) == 0 {
 				t.Fatalf("no problem found, want %s", tc.want)
+			}
+			// An index too big to keep in memory is read twice: the same
+			// problems, in the same order, and the same summary.
+			rereadPs, rereadSum := checkRereading(t, dir)
+			if !reflect.DeepEqual(ps, rereadPs) || sum != rereadSum {
+				t.Fatalf("with the index read twice:\n%v\n%+v\nwith it kept:\n%v\n%+v", rereadPs, rereadSum, ps, sum)
 			}
 			for _, p := range ps {
 				if p.Class != tc.want {
@@ -346,6 +353,16 @@ func TestCheckDamageTable(t *testing.T) {
 			t.Logf("%s", ps[0])
 		})
 	}
+}
+
+// checkRereading runs CheckSummary with no index row kept in memory, as for
+// an index of more than rowsKept rows.
+func checkRereading(tb testing.TB, dir string) ([]Problem, Summary) {
+	tb.Helper()
+	saved := rowsKept
+	rowsKept = 0
+	defer func() { rowsKept = saved }()
+	return mustOpen(tb, dir).CheckSummary()
 }
 
 // A symlinked directory on the way to the store is found too.

@@ -22,55 +22,13 @@ import (
 // reference's integrity check, hence indexWithinSegmentBounds).
 func (w *Writer) invariants() wire.Invariants {
 	iv := wire.AllInvariants()
-	for _, p := range w.parents {
-		if p != "" {
-			if _, ok := w.parents[p]; !ok {
-				iv.ParentLinksClosed = false
-				break
-			}
-		}
+	if _, _, missing := w.graph.MissingParent(); missing {
+		iv.ParentLinksClosed = false
 	}
-	if hasParentCycle(w.parents) {
+	if w.graph.HasCycle() {
 		iv.IndexWithinSegmentBounds = false
 	}
 	return iv
-}
-
-// hasParentCycle reports whether following parents from some entry comes
-// back to an entry on the same walk (an entry naming itself included).
-func hasParentCycle(parents map[string]string) bool {
-	const (
-		visiting = 1
-		done     = 2
-	)
-	state := make(map[string]uint8, len(parents))
-	for id := range parents {
-		var path []string
-		cur := id
-		for {
-			s := state[cur]
-			if s == done {
-				break
-			}
-			if s == visiting {
-				return true
-			}
-			state[cur] = visiting
-			path = append(path, cur)
-			p, ok := parents[cur]
-			if !ok || p == "" {
-				break
-			}
-			if _, known := parents[p]; !known {
-				break
-			}
-			cur = p
-		}
-		for _, n := range path {
-			state[n] = done
-		}
-	}
-	return false
 }
 
 // WriteManifest writes manifest.json for the store as written so far:

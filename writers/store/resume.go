@@ -76,8 +76,7 @@ func Resume(ctx context.Context, base, dir string, opt Options) (*Writer, Base, 
 
 // Has reports whether an entry with id was written (or copied) so far.
 func (w *Writer) Has(id string) bool {
-	_, ok := w.parents[id]
-	return ok
+	return w.graph.Has(id)
 }
 
 func notResumable(format string, args ...any) error {
@@ -263,18 +262,17 @@ func (c *baseCopy) copyFrame(row wire.IndexRow, n uint64, buf []byte) ([]byte, e
 	if !ok || h.SegmentSeq != row.SegmentSeq || h.FrameSeq != row.FrameSeq || h.EntrySeq != row.EntrySeq || h.EntryID != row.EntryID {
 		return buf, notResumable("segment %d offset %d: the frame is not in this codec's form or does not match its row", row.SegmentSeq, row.ByteOffset)
 	}
-	if _, dup := w.parents[h.EntryID]; dup {
+	if w.graph.Has(h.EntryID) {
 		return buf, notResumable("index row %d: duplicate entry id", n)
 	}
 	if _, err := w.segBuf.Write(buf); err != nil {
 		return buf, err
 	}
-	w.advance(h, row, int64(len(buf)))
-	return buf, nil
+	return buf, w.advance(h, row, int64(len(buf)))
 }
 
 // advance moves the writer's state past a frame it wrote or copied.
-func (w *Writer) advance(f wire.FrameHead, row wire.IndexRow, n int64) {
+func (w *Writer) advance(f wire.FrameHead, row wire.IndexRow, n int64) error {
 	w.segSeq, w.frameSeq = f.SegmentSeq, f.FrameSeq
 	w.segBytes += n
 	w.chain = wire.ChainStep(w.chain, f.PayloadSHA256)
@@ -288,10 +286,11 @@ func (w *Writer) advance(f wire.FrameHead, row wire.IndexRow, n int64) {
 	case wire.EntryCompaction:
 		w.counters.CompactionsTotal++
 	}
-	w.parents[f.EntryID] = f.ParentEntryID
-	if f.ParentEntryID != "" {
-		w.children[f.ParentEntryID]++
+	node, err := w.graph.Add(f.EntryID)
+	if err != nil {
+		return err
 	}
+	return w.graph.SetParent(node, f.ParentEntryID)
 }
 
 // nextSource finishes the base segment being read (every byte of it must

@@ -74,8 +74,12 @@ func TestReferenceStoresReadAndCheckClean(t *testing.T) {
 			if n != len(want) {
 				t.Fatalf("%d frames, want %d", n, len(want))
 			}
-			if p := s.Check(); len(p) != 0 {
+			p, sum := s.CheckSummary()
+			if len(p) != 0 {
 				t.Fatalf("problems: %v", p)
+			}
+			if p, reread := checkRereading(t, dir); len(p) != 0 || reread != sum {
+				t.Fatalf("with the index read twice: %v, %+v; kept: %+v", p, reread, sum)
 			}
 			m, err := s.Manifest()
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"pisess/writers/bufpool"
 	"pisess/writers/durable"
+	"pisess/writers/idgraph"
 	"pisess/writers/wire"
 )
 
@@ -65,11 +66,11 @@ type Writer struct {
 	head     wire.Head
 	counters wire.Counters
 
-	// parents maps every entry id to its parent ("" for a root): the small
-	// per-entry cost DESIGN.md allows, needed for branch counting, the
-	// parentLinksClosed invariant and the cycle check.
-	parents  map[string]string
-	children map[string]uint32
+	// graph holds every entry id and its parent: the small per-entry cost
+	// DESIGN.md allows (about 25 bytes, nothing for the collector to scan),
+	// needed for duplicate ids, branch counting, the parentLinksClosed
+	// invariant and the cycle check.
+	graph idgraph.Graph
 
 	checkpointSeq  uint64
 	checkpointHead uint64
@@ -103,7 +104,6 @@ func Create(dir string, opt Options) (*Writer, error) {
 	w := &Writer{
 		root: dir, ops: opt.Ops, clock: clock, max: max,
 		segSeq: 1, chain: wire.ChainGenesis, lastCRC: wire.EmptyCRC32C,
-		parents: map[string]string{}, children: map[string]uint32{},
 	}
 	if err := w.makeLayout(); err != nil {
 		return nil, fmt.Errorf("create store %s: %w", dir, err)
@@ -175,15 +175,7 @@ func (w *Writer) Counters() wire.Counters {
 	return c
 }
 
-func (w *Writer) branches() uint64 {
-	var n uint64
-	for _, c := range w.children {
-		if c > 1 {
-			n++
-		}
-	}
-	return n
-}
+func (w *Writer) branches() uint64 { return w.graph.Branches() }
 
 // Append writes one entry: its frame to the current segment (rolling over
 // to a new one as FORMAT.md §2 says) and its index row. payload must be the
@@ -238,8 +230,8 @@ func (w *Writer) checkEntry(entryID, parentID, entryType string, payload []byte)
 	case len(payload) < 2 || payload[0] != '{' || payload[len(payload)-1] != '}':
 		return errors.New("payload is not a JSON object")
 	}
-	if _, dup := w.parents[entryID]; dup {
-		return errors.New("duplicate entry id")
+	if w.graph.Has(entryID) {
+		return idgraph.ErrDuplicate
 	}
 	return nil
 }
@@ -283,9 +275,9 @@ func (w *Writer) write(f wire.Frame, line []byte) (wire.IndexRow, error) {
 		return wire.IndexRow{}, err
 	}
 
-	w.advance(wire.FrameHead{SegmentSeq: f.SegmentSeq, FrameSeq: f.FrameSeq, EntrySeq: f.EntrySeq,
+	err := w.advance(wire.FrameHead{SegmentSeq: f.SegmentSeq, FrameSeq: f.FrameSeq, EntrySeq: f.EntrySeq,
 		EntryID: f.EntryID, ParentEntryID: f.ParentEntryID, EntryType: f.EntryType, PayloadSHA256: f.PayloadSHA256}, row, int64(len(line)))
-	return row, nil
+	return row, err
 }
 
 func (w *Writer) openSegment(seq uint64) error {
