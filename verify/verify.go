@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"pisess/readers"
 	"pisess/readers/payload"
+	"pisess/writers/idgraph"
 	"pisess/writers/store"
 	"pisess/writers/wire"
 )
@@ -128,7 +128,7 @@ type scan struct {
 	framesDone bool  // every frame read and checked
 	iterErr    error // why the frames could not all be read
 	typedOK    bool
-	parents    map[string]string
+	links      *idgraph.Graph  // the store iterator's ids (node n: the n-th frame), with their parents
 	dec        payload.Decoder // reused: only the entry's fields are read
 
 	entries, bytes uint64
@@ -152,11 +152,11 @@ type scan struct {
 func (sv *scan) run(ctx context.Context, st *store.Store, src readers.Source, sessionPath string) error {
 	sv.chain, sv.sourceChain = wire.ChainGenesis, wire.ChainGenesis
 	sv.typedOK, sv.idsMatch, sv.withSource, sv.sourceOK = true, true, src != nil, src != nil
-	sv.parents = map[string]string{}
 	var it *store.Iterator
 	if st != nil {
 		it = st.Entries()
 		defer it.Close()
+		sv.links = it.IDs()
 	} else {
 		sv.iterErr = errors.New("the store could not be opened")
 	}
@@ -231,7 +231,9 @@ func (sv *scan) frame(f wire.Frame, row wire.IndexRow) {
 	sv.entries++
 	sv.bytes += row.ByteLength
 	sv.chain = wire.ChainStep(sv.chain, f.PayloadSHA256)
-	sv.parents[f.EntryID] = f.ParentEntryID
+	// The iterator yields a frame only once its row's id is a node: node
+	// entries-1 is this frame's.
+	_ = sv.links.SetParent(int(sv.entries-1), f.ParentEntryID) // ErrFull only, past 4 GiB of ids
 	e, err := sv.dec.Decode(f.Payload)
 	problem := ""
 	switch {
@@ -292,63 +294,22 @@ func (sv *scan) compare(haveFrame bool, f wire.Frame, haveEntry bool, e readers.
 // checkParents checks that every parent named by a frame is in the store
 // and that the links have no cycle (INV-001).
 func (sv *scan) checkParents(st *store.Store) {
-	if !sv.framesDone {
+	if !sv.framesDone || sv.links == nil {
 		return
 	}
 	path := ""
 	if st != nil {
 		path = store.IndexPath(st.Root())
 	}
-	ids := make([]string, 0, len(sv.parents))
-	for id := range sv.parents {
-		ids = append(ids, id)
+	if id, p, missing := sv.links.MissingParent(); missing {
+		sv.out.add(Finding{Code: CodeParents, Class: ClassCorrupt, Path: path,
+			Detail: fmt.Sprintf("entry %q names parent %q, which is not in the store", id, p), Repair: RepairRebuild})
+		return
 	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		if p := sv.parents[id]; p != "" {
-			if _, ok := sv.parents[p]; !ok {
-				sv.out.add(Finding{Code: CodeParents, Class: ClassCorrupt, Path: path,
-					Detail: fmt.Sprintf("entry %q names parent %q, which is not in the store", id, p), Repair: RepairRebuild})
-				return
-			}
-		}
-	}
-	if id, ok := parentCycle(sv.parents); ok {
+	if id, ok := sv.links.Cycle(); ok {
 		sv.out.add(Finding{Code: CodeParents, Class: ClassCorrupt, Path: path,
 			Detail: fmt.Sprintf("the parent links form a cycle through entry %q", id), Repair: RepairRebuild})
 	}
-}
-
-// parentCycle finds a cycle in the parent links, walking each chain once.
-func parentCycle(parents map[string]string) (string, bool) {
-	const (
-		unseen = iota
-		onPath
-		done
-	)
-	state := make(map[string]uint8, len(parents))
-	for start := range parents {
-		if state[start] != unseen {
-			continue
-		}
-		var path []string
-		id := start
-		for id != "" && state[id] == unseen {
-			if _, ok := parents[id]; !ok {
-				break
-			}
-			state[id] = onPath
-			path = append(path, id)
-			id = parents[id]
-		}
-		if id != "" && state[id] == onPath {
-			return id, true
-		}
-		for _, p := range path {
-			state[p] = done
-		}
-	}
-	return "", false
 }
 
 // iterFinding describes an error that stopped the store's iterator.

@@ -309,22 +309,6 @@ func TestVerified(t *testing.T) {
 	})
 }
 
-func TestParentCycle(t *testing.T) {
-	for _, tc := range []struct {
-		parents map[string]string
-		cycle   bool
-	}{
-		{map[string]string{"a": "", "b": "a", "c": "b", "d": "b"}, false},
-		{map[string]string{"a": "a"}, true},
-		{map[string]string{"a": "c", "b": "a", "c": "b", "d": ""}, true},
-		{map[string]string{"a": "zz", "b": "a"}, false},
-	} {
-		if _, got := parentCycle(tc.parents); got != tc.cycle {
-			t.Errorf("parentCycle(%v) = %v", tc.parents, got)
-		}
-	}
-}
-
 func TestAgainstSourceCheckpoints(t *testing.T) {
 	s := newSession(t, "accept/tricky")
 	src := openSrc(t, s.path)
@@ -360,5 +344,77 @@ func TestAgainstSourceCheckpoints(t *testing.T) {
 	rep := against(t, s.path, s.sidecar, Options{})
 	if i := rep.Invariants[INV004]; i.Holds || i.Finding == nil || i.Finding.Code != CodeCheckpoint {
 		t.Fatalf("INV-004 %+v; findings %v", i, rep.Findings)
+	}
+}
+
+// TestParentLinks: a store whose frames name a parent it lacks, or whose
+// links form a cycle, is reported (INV-001), naming the entries.
+func TestParentLinks(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		parent func(i int, ids []string) string // the parent written for entry i
+		want   string
+	}{
+		{"missing", func(i int, ids []string) string {
+			if i == 2 {
+				return "gone-parent"
+			}
+			return ""
+		}, `names parent "gone-parent"`},
+		{"cycle", func(i int, ids []string) string {
+			switch i {
+			case 1:
+				return ids[2]
+			case 2:
+				return ids[1]
+			}
+			return ""
+		}, "the parent links form a cycle through entry"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSession(t, "accept/tricky")
+			var entries []readers.Entry
+			src := openSrc(t, s.path)
+			for {
+				e, err := src.Next()
+				if err != nil {
+					break
+				}
+				e.Payload = append([]byte(nil), e.Payload...)
+				entries = append(entries, e)
+			}
+			if len(entries) < 3 {
+				t.Fatalf("the vector has %d entries", len(entries))
+			}
+			ids := make([]string, len(entries))
+			for i, e := range entries {
+				ids[i] = e.ID
+			}
+			w, err := store.Create(s.sidecar, store.Options{Clock: fixed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, e := range entries {
+				if _, err := w.Append(e.ID, tc.parent(i, ids), e.Type, e.Payload); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := AgainstSource(context.Background(), openSrc(t, s.path), s.sidecar, Options{SourcePath: s.path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range rep.Findings {
+				if f.Code == CodeParents {
+					if !strings.Contains(f.Detail, tc.want) {
+						t.Fatalf("finding %q, want one containing %q", f.Detail, tc.want)
+					}
+					return
+				}
+			}
+			t.Fatalf("no %s finding among %v", CodeParents, codes(rep.Findings))
+		})
 	}
 }

@@ -253,6 +253,13 @@ func (g *Graph) MissingParent() (id, parent string, ok bool) {
 // a node on the same walk (a node naming itself included). Links to
 // missing parents end a walk.
 func (g *Graph) HasCycle() bool {
+	_, ok := g.Cycle()
+	return ok
+}
+
+// Cycle returns the id of a node on a cycle: the first node the walks,
+// started from each node in order, come back to.
+func (g *Graph) Cycle() (string, bool) {
 	g.resolve()
 	const (
 		visiting = 1
@@ -266,11 +273,11 @@ func (g *Graph) HasCycle() bool {
 			n = g.parent[n]
 		}
 		if n >= 0 && state[n] == visiting {
-			return true
+			return g.ID(int(n)), true
 		}
 		for n := int32(start); n >= 0 && state[n] == visiting; n = g.parent[n] {
 			state[n] = done
 		}
 	}
-	return false
+	return "", false
 }

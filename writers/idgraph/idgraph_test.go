@@ -127,6 +127,23 @@ func TestGraphAgreesWithMaps(t *testing.T) {
 		if got, want := g.HasCycle(), m.cycle(); got != want {
 			t.Fatalf("seed %d: HasCycle %v, maps say %v", seed, got, want)
 		}
+		if id, ok := g.Cycle(); ok {
+			// The id named is on a cycle: walking up from it comes back.
+			cur, back := m.parents[id], false
+			for range len(m.order) + 1 {
+				if cur == id {
+					back = true
+					break
+				}
+				if _, ok := m.parents[cur]; !ok || cur == "" {
+					break
+				}
+				cur = m.parents[cur]
+			}
+			if !back {
+				t.Fatalf("seed %d: Cycle names %q, which is not on a cycle", seed, id)
+			}
+		}
 	}
 }
 
