@@ -475,8 +475,6 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 	return res
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // sourceFingerprint fills rec's fingerprint: the one a JSONL source took
 // while it was read, or fp, taken before the read.
 func (x *session) sourceFingerprint(src readers.Source, fp *wire.SourceFingerprint, rec *verify.Staged) error {

@@ -2,10 +2,8 @@ package engine
 
 import (
 	"os"
-	"path/filepath"
 	"syscall"
 
-	"pisess/ledger"
 	"pisess/readers"
 	"pisess/writers/durable"
 )
@@ -60,10 +58,6 @@ type refusalCache struct {
 	tree    string
 	entries map[string]cachedRefusal
 	changed bool
-}
-
-func refusalCachePath(tree string) string {
-	return filepath.Join(tree, ledger.PisessDir, RefusalCacheName)
 }
 
 // loadRefusalCache reads the tree's cache. A missing, unreadable or

@@ -229,6 +229,11 @@ func (s *Summary) ratios() {
 		}
 		if j2 != nil {
 			put("jobs2SpeedUp", j1.Seconds, j2.Seconds)
+			// The machine's own ceiling: what two CPUs give a job that
+			// shares nothing (a VM's two vCPUs may be one core's threads).
+			if sha2 := s.step("sha256sum, 2 at once"); sha != nil && sha2 != nil && sha2.Seconds > 0 {
+				put("jobs2SpeedUpOverMachine2", j1.Seconds/j2.Seconds, sha.Seconds/sha2.Seconds)
+			}
 		}
 		if j4 := s.step("migrate --jobs 4"); j4 != nil {
 			put("jobs4SpeedUp", j1.Seconds, j4.Seconds)
@@ -246,6 +251,9 @@ func (s *Summary) ratios() {
 		if j1.Totals != nil {
 			put("sidecarFrameBytesOverSource", float64(j1.Totals.Bytes), float64(j1.Totals.SourceBytes))
 		}
+	}
+	if sha2 := s.step("sha256sum, 2 at once"); sha != nil && sha2 != nil {
+		put("sha256sum2SpeedUp", sha.Seconds, sha2.Seconds)
 	}
 	if r := s.step("read (readers/jsonl)"); r != nil && sha != nil {
 		put("jsonlReadMBpsOverSha256sum", r.MBps, sha.MBps)
@@ -293,7 +301,9 @@ func (s *Summary) print(w io.Writer) {
 		{"migrateJobs1MBpsOverSha256sum", "migrate --jobs 1 MB/s ÷ cat|sha256sum MB/s"},
 		{"migrateJobs1MBpsOverCp", "migrate --jobs 1 MB/s ÷ cp -a MB/s"},
 		{"migrateJobs1CPUOverSha256sumCPU", "migrate --jobs 1 CPU s ÷ cat|sha256sum CPU s"},
+		{"sha256sum2SpeedUp", "machine's two-way speed-up (sha256sum, 2 halves)"},
 		{"jobs2SpeedUp", "speed-up --jobs 2 over --jobs 1 (time 1 ÷ time 2)"},
+		{"jobs2SpeedUpOverMachine2", "--jobs 2 speed-up ÷ the machine's two-way speed-up"},
 		{"jobs4SpeedUp", "speed-up --jobs 4 over --jobs 1 (time 1 ÷ time 4)"},
 		{"fsyncCallsPerMigratedSession", "fsync-class calls per migrated session (strace)"},
 		{"refreshSecondsOverFullMigrate", "refresh of 10% stale ÷ full migrate (time)"},
