@@ -70,6 +70,15 @@ type Source interface {
 	Close() error
 }
 
+// Linked is implemented by a source that checks its entries' links itself
+// before it yields any: ids unique, every parent present, no cycle (the
+// reference's order of refusals). Branches counts the entries with two or
+// more children. A writer given it need not keep every id (writers.Stage).
+type Linked interface {
+	Source
+	Branches() uint64
+}
+
 // Problem classes a reader reports. Callers branch on Class, never on text.
 type Class string
 

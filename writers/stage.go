@@ -37,6 +37,11 @@ type StageOptions struct {
 	// SourceState, when set, is written as source-state.json after the
 	// events. Nil: no source-state.json.
 	SourceState *wire.SourceState
+	// Verified says the caller checks the store read back before anything
+	// uses it (verify.VerifiedStaged does): the writer may then take a
+	// readers.Linked source's word for its links and not hold every id
+	// again (a million cost ~22 MB). Without it the writer checks them.
+	Verified bool
 }
 
 // StageResult describes the store Stage wrote.
@@ -70,7 +75,11 @@ type StageResult struct {
 // cancelled ctx stops it between two entries with ctx's error.
 func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions) (res StageResult, err error) {
 	h := src.Header()
-	w, err := store.Create(dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops})
+	so := store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops}
+	if l, ok := src.(readers.Linked); ok && opt.Verified {
+		so.Branches = l.Branches
+	}
+	w, err := store.Create(dir, so)
 	if err != nil {
 		return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
 	}

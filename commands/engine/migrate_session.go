@@ -351,7 +351,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	// invisible to pi until then (issue 14).
 	sops := env.Ops
 	sops.DeferSync = true
-	st, err := writers.Stage(ctx, src, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops})
+	st, err := writers.Stage(ctx, src, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, Verified: true})
 	rec := verify.Staged{HeaderID: src.Header().ID, SourceFormat: src.Header().Format,
 		Entries: st.Entries, ChainHash: st.ChainHash, EntryDigest: st.EntryDigest}
 	if err == nil {

@@ -69,6 +69,10 @@ func Open(path string, opt Options) (*Source, error) {
 // Header returns the session header.
 func (s *Source) Header() readers.Header { return s.header }
 
+// Branches counts the entries with two or more children (readers.Linked):
+// Open has checked every link before the first entry is read.
+func (s *Source) Branches() uint64 { return s.graph.Branches() }
+
 // Size is the file's length in bytes, as read by Open.
 func (s *Source) Size() int64 { return s.size }
 

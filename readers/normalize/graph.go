@@ -37,6 +37,8 @@ type Builder struct {
 	pending []ref
 	dup     *duplicate
 
+	branches uint64 // entries with two or more children, counted by Finish
+
 	finished bool
 	cursor   int // Resolve's position
 }
@@ -169,6 +171,7 @@ func (b *Builder) Finish(fetch Fetch) error {
 	if err := b.cycles(b.parent); err != nil {
 		return err
 	}
+	b.countBranches()
 	for i, f := range b.flags {
 		if id := b.idString(i); f&fExplicit != 0 && !payload.ValidEntryID(id) {
 			return b.refuse(b.pos[i], readers.ClassBadEntryID, fmt.Sprintf(
@@ -205,6 +208,24 @@ func (b *Builder) synthesize(fetch Fetch) error {
 	}
 	return nil
 }
+
+// countBranches counts the entries with two or more children, as the
+// manifest's branchesTotal does.
+func (b *Builder) countBranches() {
+	kids := make([]uint8, len(b.parent))
+	for _, p := range b.parent {
+		if p >= 0 && kids[p] < 2 {
+			kids[p]++
+			if kids[p] == 2 {
+				b.branches++
+			}
+		}
+	}
+}
+
+// Branches is the number of entries with two or more children; valid once
+// Finish has returned nil.
+func (b *Builder) Branches() uint64 { return b.branches }
 
 // cycles finds parent cycles. Each entry has at most one parent, so the
 // parent links form a functional graph: walking up from every entry and

@@ -107,6 +107,10 @@ func (s *Source) open() error {
 // Header returns the session header.
 func (s *Source) Header() readers.Header { return s.header }
 
+// Branches counts the entries with two or more children (readers.Linked):
+// Open has checked every link before the first entry is read.
+func (s *Source) Branches() uint64 { return s.graph.Branches() }
+
 // Size is the length of the database file as copied (its -wal is not
 // counted).
 func (s *Source) Size() int64 { return s.snap.size }

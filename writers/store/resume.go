@@ -62,6 +62,7 @@ func IndexDigest(b []byte) string {
 // removes, as after any failed staging). Files are copied, never linked:
 // pisess refuses to work on files with more than one link.
 func Resume(ctx context.Context, base, dir string, opt Options) (*Writer, Base, error) {
+	opt.Branches = nil // the copied frames' links are checked here
 	w, err := Create(dir, opt)
 	if err != nil {
 		return nil, Base{}, err
@@ -285,6 +286,9 @@ func (w *Writer) advance(f wire.FrameHead, row wire.IndexRow, n int64) error {
 		w.counters.MessagesTotal++
 	case wire.EntryCompaction:
 		w.counters.CompactionsTotal++
+	}
+	if w.vouched != nil {
+		return nil
 	}
 	node, err := w.graph.Add(f.EntryID)
 	if err != nil {

@@ -28,6 +28,14 @@ type Options struct {
 	Clock func() time.Time
 	// Ops performs every file operation; the zero value is durable.OS.
 	Ops durable.Ops
+	// Branches, when set, vouches for the links of the entries to come:
+	// the caller has checked that their ids are unique, every parent is
+	// present and the links are acyclic (readers.Linked), and Branches
+	// gives the branch count when the manifest is written. The writer then
+	// keeps no per-entry state and does not check those itself: whoever
+	// installs the store must check it read back (store.Check does, from
+	// the frames alone).
+	Branches func() uint64
 }
 
 // bufferSize is the buffered writer size for segments and the index: large
@@ -71,6 +79,8 @@ type Writer struct {
 	// needed for duplicate ids, branch counting, the parentLinksClosed
 	// invariant and the cycle check.
 	graph idgraph.Graph
+	// vouched replaces graph when Options.Branches is set.
+	vouched func() uint64
 
 	checkpointSeq  uint64
 	checkpointHead uint64
@@ -103,7 +113,7 @@ func Create(dir string, opt Options) (*Writer, error) {
 	}
 	w := &Writer{
 		root: dir, ops: opt.Ops, clock: clock, max: max,
-		segSeq: 1, chain: wire.ChainGenesis, lastCRC: wire.EmptyCRC32C,
+		segSeq: 1, chain: wire.ChainGenesis, lastCRC: wire.EmptyCRC32C, vouched: opt.Branches,
 	}
 	if err := w.makeLayout(); err != nil {
 		return nil, fmt.Errorf("create store %s: %w", dir, err)
@@ -175,7 +185,12 @@ func (w *Writer) Counters() wire.Counters {
 	return c
 }
 
-func (w *Writer) branches() uint64 { return w.graph.Branches() }
+func (w *Writer) branches() uint64 {
+	if w.vouched != nil {
+		return w.vouched()
+	}
+	return w.graph.Branches()
+}
 
 // Append writes one entry: its frame to the current segment (rolling over
 // to a new one as FORMAT.md §2 says) and its index row. payload must be the
@@ -230,7 +245,7 @@ func (w *Writer) checkEntry(entryID, parentID, entryType string, payload []byte)
 	case len(payload) < 2 || payload[0] != '{' || payload[len(payload)-1] != '}':
 		return errors.New("payload is not a JSON object")
 	}
-	if w.graph.Has(entryID) {
+	if w.vouched == nil && w.graph.Has(entryID) {
 		return idgraph.ErrDuplicate
 	}
 	return nil
