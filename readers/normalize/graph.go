@@ -3,6 +3,7 @@ package normalize
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -27,7 +28,10 @@ type Builder struct {
 	ids    idTable // explicit ids (first occurrence), synthesized ids, pending parents
 	id     []ref   // each entry's explicit id, or the synthesized one after Finish
 	parent []int32 // noParent, a node, or pendingBase-k for pending[k]
-	pos    []int64 // line or seq, for messages and for Resolve
+	pos    []uint32 // line or seq, for messages and for Resolve (posAt)
+	// bigPos holds the positions that do not fit in 32 bits (pos then
+	// holds posOverflow): a seq column may hold anything, lines do not.
+	bigPos map[int32]int64
 	flags  []uint8
 	// locs holds the caller's handle of every entry without an id: only
 	// those are fetched again (to synthesize their ids).
@@ -41,6 +45,27 @@ type Builder struct {
 
 	finished bool
 	cursor   int // Resolve's position
+}
+
+const posOverflow = math.MaxUint32
+
+func (b *Builder) addPos(i int32, pos int64) {
+	if pos >= 0 && pos < posOverflow {
+		b.pos = append(b.pos, uint32(pos))
+		return
+	}
+	if b.bigPos == nil {
+		b.bigPos = map[int32]int64{}
+	}
+	b.bigPos[i] = pos
+	b.pos = append(b.pos, posOverflow)
+}
+
+func (b *Builder) posAt(i int) int64 {
+	if p := b.pos[i]; p != posOverflow {
+		return int64(p)
+	}
+	return b.bigPos[int32(i)]
 }
 
 const (
@@ -111,7 +136,7 @@ func (b *Builder) Add(pos, loc int64, e *payload.Entry) {
 		if j := b.lookup(e.ID); j >= 0 {
 			id = b.id[j] // the same bytes: no need to store them twice
 			if b.dup == nil {
-				b.dup = &duplicate{id: e.ID, first: b.pos[j], second: pos}
+				b.dup = &duplicate{id: e.ID, first: b.posAt(int(j)), second: pos}
 			}
 		} else {
 			id, first = b.ids.add(e.ID), true
@@ -119,7 +144,7 @@ func (b *Builder) Add(pos, loc int64, e *payload.Entry) {
 	}
 	b.id = append(b.id, id)
 	b.parent = append(b.parent, parent)
-	b.pos = append(b.pos, pos)
+	b.addPos(i, pos)
 	b.flags = append(b.flags, flags)
 	if first {
 		b.ids.index.Insert(i, b.idOf) // after the append: the index reads b.id[i]
@@ -162,7 +187,7 @@ func (b *Builder) Finish(fetch Fetch) error {
 		name := b.pending[pendingBase-p]
 		q := b.ids.index.Lookup(b.ids.bytes(name), b.idOf)
 		if q < 0 {
-			return b.refuse(b.pos[i], readers.ClassMissingParent, fmt.Sprintf(
+			return b.refuse(b.posAt(i), readers.ClassMissingParent, fmt.Sprintf(
 				"session entry %s references missing parent %s", b.idString(i), b.ids.str(name)))
 		}
 		b.parent[i] = q
@@ -174,7 +199,7 @@ func (b *Builder) Finish(fetch Fetch) error {
 	b.countBranches()
 	for i, f := range b.flags {
 		if id := b.idString(i); f&fExplicit != 0 && !payload.ValidEntryID(id) {
-			return b.refuse(b.pos[i], readers.ClassBadEntryID, fmt.Sprintf(
+			return b.refuse(b.posAt(i), readers.ClassBadEntryID, fmt.Sprintf(
 				"entry id %s does not match the V2 entry-id contract ^[A-Za-z0-9_-]{1,128}$", strconv.Quote(id)))
 		}
 	}
@@ -192,7 +217,7 @@ func (b *Builder) synthesize(fetch Fetch) error {
 			return err
 		}
 		if e.HasID {
-			return b.refuse(b.pos[i], readers.ClassIO, "source changed while it was read: the entry now has an id")
+			return b.refuse(b.posAt(int(i)), readers.ClassIO, "source changed while it was read: the entry now has an id")
 		}
 		id, err := e.LegacyID(taken)
 		if err != nil {
@@ -201,7 +226,7 @@ func (b *Builder) synthesize(fetch Fetch) error {
 			if errors.As(err, &pe) {
 				class, detail = pe.Class, pe.Detail
 			}
-			return &readers.RefusedError{Path: b.Path, Line: b.pos[i], Class: class, Reason: detail, Err: err}
+			return &readers.RefusedError{Path: b.Path, Line: b.posAt(int(i)), Class: class, Reason: detail, Err: err}
 		}
 		b.id[i] = b.ids.add(id)
 		b.ids.index.Insert(i, b.idOf)
@@ -278,7 +303,7 @@ func (b *Builder) cycles(parents []int32) error {
 		return nil
 	}
 	if len(bestCycle) == 1 {
-		return b.refuse(b.pos[best], readers.ClassParentCycle, fmt.Sprintf(
+		return b.refuse(b.posAt(best), readers.ClassParentCycle, fmt.Sprintf(
 			"session entry %s names itself as its parent: the parent graph contains a cycle", b.idString(best)))
 	}
 	// Describe the cycle from its earliest member, following parent links.
@@ -287,7 +312,7 @@ func (b *Builder) cycles(parents []int32) error {
 	for k := 0; k < len(bestCycle); k++ {
 		if k < 8 {
 			ids = append(ids, b.idString(i))
-			where = append(where, strconv.FormatInt(b.pos[i], 10))
+			where = append(where, strconv.FormatInt(b.posAt(i), 10))
 		}
 		i = parentOf(i)
 	}
@@ -295,7 +320,7 @@ func (b *Builder) cycles(parents []int32) error {
 	if len(bestCycle) > 8 {
 		more = fmt.Sprintf(" … (%d entries)", len(bestCycle))
 	}
-	return b.refuse(b.pos[best], readers.ClassParentCycle, fmt.Sprintf(
+	return b.refuse(b.posAt(best), readers.ClassParentCycle, fmt.Sprintf(
 		"session parent graph contains a cycle: %s → %s%s (%ss %s%s)",
 		strings.Join(ids, " → "), b.idString(best), more, b.Unit, strings.Join(where, ", "), more))
 }
@@ -316,7 +341,7 @@ func (b *Builder) Resolve(pos int64, e *payload.Entry) (id string, synthesized b
 	i := b.cursor
 	b.cursor++
 	flags := b.flags[i]
-	same := b.pos[i] == pos && e.HasID == (flags&fExplicit != 0) && e.HasParent == (flags&fParent != 0) &&
+	same := b.posAt(i) == pos && e.HasID == (flags&fExplicit != 0) && e.HasParent == (flags&fParent != 0) &&
 		(!e.HasID || e.ID == string(b.idOf(int32(i)))) && (!e.HasParent || e.ParentID == b.parentString(i))
 	if !same {
 		return "", false, b.refuse(pos, readers.ClassIO, "source changed while it was read: this entry differs from the first pass")
@@ -337,7 +362,7 @@ func (b *Builder) Done() bool { return b.cursor == len(b.id) }
 // memory while its staging store is checked. Done stays true.
 func (b *Builder) Release() {
 	if b.Done() {
-		b.ids, b.id, b.parent, b.pos, b.flags = idTable{}, nil, nil, nil, nil
+		b.ids, b.id, b.parent, b.pos, b.bigPos, b.flags = idTable{}, nil, nil, nil, nil, nil
 		b.cursor = 0
 	}
 }

@@ -232,3 +232,31 @@ func modelVerdict(ids, parents []string) (readers.Class, int64) {
 	}
 	return "", 0
 }
+
+// TestBigPositions: a position past 32 bits (a SQLite seq may be any
+// integer) is kept exactly, in refusals and in the second pass.
+func TestBigPositions(t *testing.T) {
+	b := &Builder{Path: "p", Unit: "seq"}
+	big := int64(1) << 40
+	b.Add(7, 7, entry(t, "a", ""))
+	b.Add(big, big, entry(t, "b", "gone"))
+	r := readers.AsRefused(b.Finish(nil))
+	if r == nil || r.Class != readers.ClassMissingParent || r.Line != big {
+		t.Fatalf("%+v", r)
+	}
+	c := &Builder{Path: "p", Unit: "seq"}
+	c.Add(big, big, entry(t, "a", ""))
+	c.Add(big+1, big+1, entry(t, "b", "a"))
+	if err := c.Finish(nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"a", "b"} {
+		parent := map[string]string{"a": "", "b": "a"}[id]
+		if _, _, err := c.Resolve(big+int64(i), entry(t, id, parent)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := (&Builder{}).Resolve(0, entry(t, "x", "")); err == nil {
+		t.Fatal("an unfinished builder resolves")
+	}
+}
