@@ -25,9 +25,9 @@ type Builder struct {
 	Path string
 	Unit string
 
-	ids    idTable // explicit ids (first occurrence), synthesized ids, pending parents
-	id     []ref   // each entry's explicit id, or the synthesized one after Finish
-	parent []int32 // noParent, a node, or pendingBase-k for pending[k]
+	ids    idTable  // explicit ids (first occurrence), synthesized ids, pending parents
+	id     []ref    // each entry's explicit id, or the synthesized one after Finish
+	parent []int32  // noParent, a node, or pendingBase-k for pending[k]
 	pos    []uint32 // line or seq, for messages and for Resolve (posAt)
 	// bigPos holds the positions that do not fit in 32 bits (pos then
 	// holds posOverflow): a seq column may hold anything, lines do not.
