@@ -3,12 +3,14 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
 
@@ -432,5 +434,64 @@ func TestEntriesReportsPositionedCorruption(t *testing.T) {
 		if !errors.Is(it.Err(), tc.want) || (tc.want == ErrTornTail) == isUncovered(it.Err()) {
 			t.Errorf("%s: %v", name, it.Err())
 		}
+	}
+}
+
+// TestCheckNoticesAnIndexChangedBetweenItsReads: an index too big to keep
+// is read twice; if it is not the same the second time (cut short, or a
+// row replaced), the check says so and vouches for no frame.
+func TestCheckNoticesAnIndexChangedBetweenItsReads(t *testing.T) {
+	base := goodStore(t)
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, dir string)
+		want   string
+	}{
+		{"cut short", func(t *testing.T, dir string) {
+			rows := indexRows(t, dir)
+			rewriteIndexRows(t, dir, rows[:len(rows)/2])
+		}, "changed while being checked: line"},
+		{"a row replaced", func(t *testing.T, dir string) {
+			rows := indexRows(t, dir)
+			rows[1].EntryID = "someone-else"
+			rewriteIndexRows(t, dir, rows)
+		}, "is not the row read before"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyStore(t, base)
+			opens := 0
+			ops := durable.OS
+			ops.OpenFile = func(path string, flag int, perm os.FileMode) (*os.File, error) {
+				if path == IndexPath(dir) {
+					if opens++; opens == 2 {
+						tc.change(t, dir) // between readIndex and the frames
+					}
+				}
+				return durable.OS.OpenFile(path, flag, perm)
+			}
+			saved := rowsKept
+			rowsKept = 0
+			defer func() { rowsKept = saved }()
+			st, err := Open(dir, ReadOptions{Ops: ops})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps, sum := st.CheckSummary()
+			if opens < 2 || sum.FramesOK || !strings.Contains(fmt.Sprint(ps), tc.want) {
+				t.Fatalf("%d opens of the index, framesOK %v, problems %v; want one naming %q", opens, sum.FramesOK, ps, tc.want)
+			}
+		})
+	}
+}
+
+// rewriteIndexRows replaces the index with rows.
+func rewriteIndexRows(tb testing.TB, dir string, rows []wire.IndexRow) {
+	tb.Helper()
+	var b []byte
+	for _, r := range rows {
+		b = wire.AppendIndexRow(b, r)
+	}
+	if err := os.WriteFile(IndexPath(dir), b, 0o600); err != nil {
+		tb.Fatal(err)
 	}
 }
