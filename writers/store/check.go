@@ -354,19 +354,20 @@ func (c *checker) readIndex() {
 		bad := func(format string, args ...any) {
 			c.add(Problem{Class: ClassBadDocument, Path: path, Line: lr.line, Detail: fmt.Sprintf(format, args...)})
 		}
-		switch {
-		case row.EntrySeq != prev.EntrySeq+1:
+		if row.EntrySeq != prev.EntrySeq+1 {
 			bad("entrySeq %d follows %d: entry sequence numbers must be contiguous from 1", row.EntrySeq, prev.EntrySeq)
 			return
-		case row.SegmentSeq < prev.SegmentSeq:
-			bad("segmentSeq %d follows %d: segments must not go backwards", row.SegmentSeq, prev.SegmentSeq)
-			return
 		}
+		// The rules in their order: sequence, duplicate id, segment order.
 		if _, err := c.graph.Add(row.EntryID); errors.Is(err, idgraph.ErrDuplicate) {
 			bad("entry id %q appears twice", row.EntryID)
 			return
 		} else if err != nil {
 			bad("%v", err)
+			return
+		}
+		if row.SegmentSeq < prev.SegmentSeq {
+			bad("segmentSeq %d follows %d: segments must not go backwards", row.SegmentSeq, prev.SegmentSeq)
 			return
 		}
 		if c.nrows < rowsKept {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 
+	"pisess/writers/idgraph"
 	"pisess/writers/wire"
 )
 
@@ -75,7 +76,9 @@ func Resume(ctx context.Context, base, dir string, opt Options) (*Writer, Base, 
 	return w, b, nil
 }
 
-// Has reports whether an entry with id was written (or copied) so far.
+// Has reports whether an entry with id was written (or copied) so far; a
+// Writer whose links are vouched for (Options.Branches) keeps no ids, but
+// Resume never makes one.
 func (w *Writer) Has(id string) bool {
 	return w.graph.Has(id)
 }
@@ -263,17 +266,34 @@ func (c *baseCopy) copyFrame(row wire.IndexRow, n uint64, buf []byte) ([]byte, e
 	if !ok || h.SegmentSeq != row.SegmentSeq || h.FrameSeq != row.FrameSeq || h.EntrySeq != row.EntrySeq || h.EntryID != row.EntryID {
 		return buf, notResumable("segment %d offset %d: the frame is not in this codec's form or does not match its row", row.SegmentSeq, row.ByteOffset)
 	}
-	if w.graph.Has(h.EntryID) {
+	if err := w.link(h.EntryID, h.ParentEntryID); errors.Is(err, idgraph.ErrDuplicate) {
 		return buf, notResumable("index row %d: duplicate entry id", n)
+	} else if err != nil {
+		return buf, err
 	}
 	if _, err := w.segBuf.Write(buf); err != nil {
 		return buf, err
 	}
-	return buf, w.advance(h, row, int64(len(buf)))
+	w.advance(h, row, int64(len(buf)))
+	return buf, nil
 }
 
-// advance moves the writer's state past a frame it wrote or copied.
-func (w *Writer) advance(f wire.FrameHead, row wire.IndexRow, n int64) error {
+// link records a frame's id and parent (nothing when the links are
+// vouched for, Options.Branches).
+func (w *Writer) link(id, parent string) error {
+	if w.vouched != nil {
+		return nil
+	}
+	node, err := w.graph.Add(id)
+	if err != nil {
+		return err
+	}
+	return w.graph.SetParent(node, parent)
+}
+
+// advance moves the writer's state past a frame it wrote or copied; link
+// records its links.
+func (w *Writer) advance(f wire.FrameHead, row wire.IndexRow, n int64) {
 	w.segSeq, w.frameSeq = f.SegmentSeq, f.FrameSeq
 	w.segBytes += n
 	w.chain = wire.ChainStep(w.chain, f.PayloadSHA256)
@@ -287,14 +307,6 @@ func (w *Writer) advance(f wire.FrameHead, row wire.IndexRow, n int64) error {
 	case wire.EntryCompaction:
 		w.counters.CompactionsTotal++
 	}
-	if w.vouched != nil {
-		return nil
-	}
-	node, err := w.graph.Add(f.EntryID)
-	if err != nil {
-		return err
-	}
-	return w.graph.SetParent(node, f.ParentEntryID)
 }
 
 // nextSource finishes the base segment being read (every byte of it must

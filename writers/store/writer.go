@@ -290,9 +290,9 @@ func (w *Writer) write(f wire.Frame, line []byte) (wire.IndexRow, error) {
 		return wire.IndexRow{}, err
 	}
 
-	err := w.advance(wire.FrameHead{SegmentSeq: f.SegmentSeq, FrameSeq: f.FrameSeq, EntrySeq: f.EntrySeq,
+	w.advance(wire.FrameHead{SegmentSeq: f.SegmentSeq, FrameSeq: f.FrameSeq, EntrySeq: f.EntrySeq,
 		EntryID: f.EntryID, ParentEntryID: f.ParentEntryID, EntryType: f.EntryType, PayloadSHA256: f.PayloadSHA256}, row, int64(len(line)))
-	return row, err
+	return row, w.link(f.EntryID, f.ParentEntryID)
 }
 
 func (w *Writer) openSegment(seq uint64) error {
