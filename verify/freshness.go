@@ -50,7 +50,8 @@ type FreshnessResult struct {
 //   - "clean" with one: fresh when byteLength equals the source's size and
 //     fileIdentity is present and equal in all four members; otherwise the
 //     source is hashed again and it is fresh exactly when byteLength and
-//     sha256 match. A missing source is stale; a source that changes
+//     sha256 match (a length that differs is stale without hashing: the
+//     same verdict). A missing source is stale; a source that changes
 //     while it is hashed is stale too (pisess's choice: the reference's
 //     read-only status calls that an error; a source being written without
 //     the dirty mark is what it means, and that is what stale says).
@@ -86,6 +87,12 @@ func Freshness(sourcePath, storeDir string) (FreshnessResult, error) {
 	}
 	if fp.ByteLength == uint64(now.size) && sameIdentity(fp.FileIdentity, now.id) {
 		return FreshnessResult{Fresh: true, State: st, Reason: "the source's size and identity match the fingerprint"}, nil
+	}
+	if fp.ByteLength != uint64(now.size) {
+		// The reference hashes here too, but no digest can make lengths
+		// that differ match: the verdict is the same without reading the
+		// source (the TypeScript pi's appends land here every run, §12).
+		return FreshnessResult{State: st, Reason: fmt.Sprintf("the source's length differs from the fingerprint (%d bytes, fingerprinted %d)", now.size, fp.ByteLength)}, nil
 	}
 	actual, err := fingerprintOpen(f, nil)
 	if errors.Is(err, ErrSourceChanged) {

@@ -14,6 +14,7 @@ import (
 	"pisess/ledger"
 	"pisess/verify"
 	"pisess/writers/durable"
+	"pisess/writers/store"
 	"pisess/writers/wire"
 )
 
@@ -52,7 +53,7 @@ func discardReproducible(ops durable.Ops, j *ledger.Journal, known map[string]bo
 	if ok, err := builtByPisess(q, known); err != nil || !ok {
 		return "", err
 	}
-	if ok, err := sourceStillHolds(q, jb.session.Path); err != nil || !ok {
+	if ok, err := sourceStillHolds(q, jb, res.Incremental); err != nil || !ok {
 		return "", err
 	}
 	if err := j.Append(ledger.NoteRecord(ledger.Note{CorrelationID: cid, At: now, Session: jb.session.Path,
@@ -88,33 +89,73 @@ func builtByPisess(store string, known map[string]bool) (bool, error) {
 }
 
 // sourceStillHolds reports whether the session file begins with the bytes
-// the store's source-state fingerprint describes (length and SHA-256).
-func sourceStillHolds(store, session string) (bool, error) {
-	f, err := durable.OS.OpenNoFollow(filepath.Join(store, "source-state.json"), os.O_RDONLY, 0)
-	if err != nil {
+// the displaced store q was built from (length and SHA-256). Its
+// source-state fingerprint says which, unless pi marked it dirty (which
+// drops the fingerprint, FORMAT.md §8: the everyday case); then the refresh
+// record the run found says it, when the record is about q (the same
+// manifest inode, entry count and chain hash). An incremental refresh has
+// already proved that the source begins with the record's bytes: those
+// are not hashed again.
+func sourceStillHolds(q string, jb job, incremental bool) (bool, error) {
+	bytes, sum, ok := builtFrom(q, jb)
+	if !ok {
 		return false, nil
+	}
+	if incremental && jb.hasPrior && jb.prior.SourceBytes == bytes && jb.prior.SourceSHA256 == sum {
+		return true, nil
+	}
+	src, err := durable.OS.OpenNoFollow(jb.session.Path, os.O_RDONLY, 0)
+	if err != nil {
+		return false, fmt.Errorf("reread %s: %w", jb.session.Path, err)
+	}
+	defer src.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(src, bytes))
+	if err != nil {
+		return false, fmt.Errorf("reread %s: %w", jb.session.Path, err)
+	}
+	return n == bytes && hex.EncodeToString(h.Sum(nil)) == sum, nil
+}
+
+// builtFrom returns the length and lower-case SHA-256 of the source bytes
+// the store q was built from, as its fingerprint or the run's prior
+// refresh record says.
+func builtFrom(q string, jb job) (int64, string, bool) {
+	f, err := durable.OS.OpenNoFollow(filepath.Join(q, "source-state.json"), os.O_RDONLY, 0)
+	if err != nil {
+		return 0, "", false
 	}
 	b, err := io.ReadAll(io.LimitReader(f, wire.MaxSourceStateBytes+1))
 	f.Close()
 	if err != nil {
-		return false, nil
+		return 0, "", false
 	}
 	st, err := wire.ParseSourceState(b)
-	if err != nil || st.SourceFingerprint == nil {
-		return false, nil
-	}
-	fp := st.SourceFingerprint
-	src, err := durable.OS.OpenNoFollow(session, os.O_RDONLY, 0)
 	if err != nil {
-		return false, fmt.Errorf("reread %s: %w", session, err)
+		return 0, "", false
 	}
-	defer src.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(src, int64(fp.ByteLength)))
+	if fp := st.SourceFingerprint; fp != nil {
+		return int64(fp.ByteLength), strings.ToLower(fp.SHA256), fp.ByteLength <= 1<<62
+	}
+	if !jb.hasPrior {
+		return 0, "", false
+	}
+	if _, ok := jb.prior.sha(); !ok {
+		return 0, "", false
+	}
+	dev, ino, ok := manifestIdentity(q)
+	if !ok || dev != jb.prior.ManifestDev || ino != jb.prior.ManifestIno {
+		return 0, "", false
+	}
+	st2, err := store.Open(q, store.ReadOptions{})
 	if err != nil {
-		return false, fmt.Errorf("reread %s: %w", session, err)
+		return 0, "", false
 	}
-	return uint64(n) == fp.ByteLength && hex.EncodeToString(h.Sum(nil)) == strings.ToLower(fp.SHA256), nil
+	m, err := st2.Manifest()
+	if err != nil || m.Counters.EntriesTotal != jb.prior.Entries || m.Integrity.ChainHash != jb.prior.ChainHash {
+		return 0, "", false
+	}
+	return jb.prior.SourceBytes, jb.prior.SourceSHA256, true
 }
 
 // removeEmptyParents removes dir and its parents up to and including stop

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"pisess/fixtures"
 	"pisess/ledger"
 	"pisess/readers/discover"
 	"pisess/verify"
@@ -39,19 +40,35 @@ func quarantineFiles(tb testing.TB, tree string) int {
 // keeps appending to do not pile copies of the old sidecar up in the
 // quarantine; each is journaled as discarded; a rollback of such a refresh
 // leaves no sidecar, and pi reads the session file (unmigrated), as it did
-// with the stale one.
+// with the stale one. Both pis: the TypeScript pi leaves the old
+// fingerprint, the Rust pi marks the sidecar dirty before each append and
+// so drops it (FORMAT.md §8, §12): the refresh record says then what the
+// displaced sidecar was built from.
 func TestRefreshBoundedDisk(t *testing.T) {
+	for _, dirty := range []bool{false, true} {
+		name := "fingerprint left (TypeScript pi)"
+		if dirty {
+			name = "marked dirty (Rust pi)"
+		}
+		t.Run(name, func(t *testing.T) { testRefreshBoundedDisk(t, dirty) })
+	}
+}
+
+func testRefreshBoundedDisk(t *testing.T, dirty bool) {
 	root := t.TempDir()
 	path, last := migSession(t, root, "busy", 5)
 	migRun(t, migOptions(root))
 	var rep MigrateReport
 	for i := 1; i <= 5; i++ {
 		id := migEntryID(100 + i)
+		if dirty {
+			fixtures.MarkDirty(t, discoverSidecar(path))
+		}
 		migAppend(t, path, migEntryLine(id, last, "more"))
 		last = id
 		rep = migRun(t, migOptions(root))
 		s := migResult(t, rep, path)
-		if s.Outcome != OutcomeDone || s.Action != PlanRefresh || s.Displaced != "" || !strings.Contains(strings.Join(s.Notes, " "), "not kept") {
+		if s.Outcome != OutcomeDone || s.Action != PlanRefresh || !s.Incremental || s.Displaced != "" || !strings.Contains(strings.Join(s.Notes, " "), "not kept") {
 			t.Fatalf("refresh %d: %+v", i, s)
 		}
 		if n := quarantineFiles(t, root); n != 0 {
@@ -87,7 +104,8 @@ func TestRefreshBoundedDisk(t *testing.T) {
 // TestRefreshKeepsWhatIsNotReproducible: the displaced sidecar stays in the
 // quarantine when the source no longer holds the bytes it was built from,
 // when no journal of the tree knows the run that built it, and with
-// --keep-displaced.
+// --keep-displaced; and, for a sidecar pi marked dirty (no fingerprint),
+// when the source was rewritten or no refresh record describes it.
 func TestRefreshKeepsWhatIsNotReproducible(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -100,6 +118,26 @@ func TestRefreshKeepsWhatIsNotReproducible(t *testing.T) {
 			}
 			b = []byte(strings.Replace(string(b), "message e0000001", "message E0000001", 1))
 			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return migOptions(root)
+		}},
+		{"marked dirty, source rewritten", func(t *testing.T, root, path string) MigrateOptions {
+			fixtures.MarkDirty(t, discoverSidecar(path))
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = []byte(strings.Replace(string(b), "message e0000001", "message E0000001", 1))
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return migOptions(root)
+		}},
+		{"marked dirty, no refresh record", func(t *testing.T, root, path string) MigrateOptions {
+			fixtures.MarkDirty(t, discoverSidecar(path))
+			migAppend(t, path, migEntryLine("e0000100", migEntryID(3), "more"))
+			if err := os.Remove(refreshRecordPath(root)); err != nil {
 				t.Fatal(err)
 			}
 			return migOptions(root)

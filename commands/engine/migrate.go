@@ -262,6 +262,11 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		for _, s := range t.Sessions {
 			jb := planWithCache(s, opt.Force, cache)
 			jb.journal, jb.refresh = j, rec
+			if rec != nil && s.Rel != "" {
+				// What the record said before this run replaces it: the
+				// evidence about the sidecar a refresh displaces.
+				jb.prior, jb.hasPrior = rec.get(s.Rel)
+			}
 			jobs = append(jobs, jb)
 			if jb.plan.action == PlanMigrate || jb.plan.action == PlanRefresh {
 				planned += s.Size
@@ -433,6 +438,10 @@ type job struct {
 	plan    plan
 	journal *ledger.Journal
 	refresh *refreshRecords
+	// prior is the session's refresh record as the run found it (valid
+	// when hasPrior).
+	prior    refreshRecord
+	hasPrior bool
 	// cache is the tree's refusal cache; identity the session file's
 	// identity taken before anything read it (valid when hasIdentity).
 	cache       *refusalCache
