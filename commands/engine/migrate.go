@@ -235,6 +235,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	journals := map[string]*ledger.Journal{}
 	var jobs []job
 	var caches []*refusalCache
+	var freshCaches []*freshCache
 	var records []*refreshRecords
 	var planned int64
 	for _, t := range trees {
@@ -250,9 +251,12 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			journals[t.Root] = j
 		}
 		var cache *refusalCache
+		var fc *freshCache
 		if t.SymlinkAncestor == "" {
 			cache = loadRefusalCache(t.Root)
 			caches = append(caches, cache)
+			fc = loadFreshCache(t.Root)
+			freshCaches = append(freshCaches, fc)
 		}
 		var rec *refreshRecords
 		if j != nil {
@@ -260,7 +264,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			records = append(records, rec)
 		}
 		for _, s := range t.Sessions {
-			jb := planWithCache(s, opt.Force, cache)
+			jb := planWithCache(s, opt.Force, cache, fc)
 			jb.journal, jb.refresh = j, rec
 			if rec != nil && s.Rel != "" {
 				// What the record said before this run replaces it: the
@@ -332,6 +336,25 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 				// Only work saved is lost: the next run reads the refused
 				// sessions again.
 				log.Warn().Err(err).Str("tree", c.tree).Msg("refusal cache not saved")
+			}
+		}
+		wrote := map[string]bool{}
+		for i, jb := range jobs {
+			if o := rep.Sessions[i].Outcome; o == OutcomeDone || o == OutcomeFailed {
+				wrote[jb.session.Tree] = true
+			}
+		}
+		for _, c := range freshCaches {
+			if !wrote[c.tree] {
+				// A run that changed nothing writes nothing (issue 12):
+				// the verdicts wait for the next run that writes anyway
+				// (in a tree pi uses, the next refresh).
+				continue
+			}
+			if err := c.save(opt.Ops); err != nil {
+				// Only work saved is lost: the next run judges every
+				// sidecar again.
+				log.Warn().Err(err).Str("tree", c.tree).Msg("fresh cache not saved")
 			}
 		}
 		for _, r := range records {
@@ -453,7 +476,7 @@ type job struct {
 // planWithCache plans session s, first asking the tree's refusal cache: a
 // session refused before and unchanged since is refused again without
 // being read, locked or journaled (issue 12, item 4).
-func planWithCache(s discover.Session, force bool, cache *refusalCache) job {
+func planWithCache(s discover.Session, force bool, cache *refusalCache, fc *freshCache) job {
 	jb := job{session: s, cache: cache}
 	if cache != nil && s.Refusal == nil {
 		jb.identity, jb.hasIdentity = identityOf(s.Path)
@@ -467,7 +490,7 @@ func planWithCache(s discover.Session, force bool, cache *refusalCache) job {
 			}
 		}
 	}
-	jb.plan = planSession(s, force)
+	jb.plan = planSession(s, force, fc)
 	return jb
 }
 

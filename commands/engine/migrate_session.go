@@ -40,8 +40,9 @@ type plan struct {
 const sqliteNote = "pi's resume reads sidecars of JSONL sessions only: this sidecar is for pisess and future readers"
 
 // planSession decides a session's action from discovery and the
-// sidecar's fast status (manifest, index size, source state; no frames).
-func planSession(s discover.Session, force bool) plan {
+// sidecar's fast status (manifest, index size, source state; no frames),
+// or the tree's fresh cache (nil: none).
+func planSession(s discover.Session, force bool, fc *freshCache) plan {
 	var p plan
 	if s.Format == readers.FormatSQLitev1 {
 		p.notes = append(p.notes, sqliteNote)
@@ -78,7 +79,7 @@ func planSession(s discover.Session, force bool) plan {
 		p.action, p.reason = PlanMigrate, "no sidecar"
 		return p
 	}
-	st, err := verify.StatusFast(s.Path)
+	st, err := fc.status(s)
 	if err != nil {
 		p.action, p.reason = PlanNeedsRepair, "status: "+err.Error()
 		if force {

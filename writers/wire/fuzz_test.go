@@ -185,3 +185,34 @@ func FuzzIndexRowFastPath(f *testing.F) {
 		}
 	})
 }
+
+// The canonical-form scan accepts only lines the full parse accepts, with
+// the same row, and every line AppendIndexRow writes.
+func FuzzIndexRowScan(f *testing.F) {
+	seedLines(f, "index/offsets.jsonl", 100)
+	f.Add([]byte(sampleRow))
+	for _, r := range [][2]string{
+		{`"entrySeq":2`, `"entrySeq":02`},
+		{`"entrySeq":2`, `"entrySeq":0`},
+		{`"entrySeq":2`, `"entrySeq":18446744073709551616`},
+		{`"entryId":"b2c3d4e5"`, `"entryId":"b2c3\u0064e5"`},
+		{`"entryId":"b2c3d4e5"`, `"entryId":"b2c3.4e5"`},
+		{`"state":"active"`, `"state":"deleted"`},
+		{`"byteLength":`, `"byteLength": `},
+	} {
+		f.Add([]byte(strings.Replace(sampleRow, r[0], r[1], 1)))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > maxFuzzInput {
+			return
+		}
+		full, err := parseIndexRow(b, true)
+		scanned, ok := scanIndexRow(b)
+		if ok && (err != nil || scanned != full) {
+			t.Fatalf("the scan accepts %q as %+v; the full parse gives %+v, %v", b, scanned, full, err)
+		}
+		if err == nil && bytes.Equal(AppendIndexRow(nil, full), b) && !ok {
+			t.Fatalf("the scan refuses a line in AppendIndexRow's form: %q", b)
+		}
+	})
+}

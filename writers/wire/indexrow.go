@@ -59,7 +59,12 @@ func AppendIndexRow(dst []byte, r IndexRow) []byte {
 // the reference's row validation does: schema, state "active", positive
 // entrySeq, segmentSeq, frameSeq and byteLength, byteLength within
 // MaxFrameBytes, entry-id pattern, upper-case CRC.
-func ParseIndexRow(line []byte) (IndexRow, error) { return parseIndexRow(line, true) }
+func ParseIndexRow(line []byte) (IndexRow, error) {
+	if r, ok := scanIndexRow(line); ok {
+		return r, nil
+	}
+	return parseIndexRow(line, true)
+}
 
 // parseIndexRow is ParseIndexRow with the fast path (rawscan.go) on or off.
 func parseIndexRow(line []byte, fast bool) (IndexRow, error) {

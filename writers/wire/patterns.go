@@ -5,7 +5,11 @@ package wire
 // (FORMAT.md, first paragraph).
 
 // ValidEntryID reports whether id matches ^[A-Za-z0-9_-]{1,128}$.
-func ValidEntryID(id string) bool {
+func ValidEntryID(id string) bool { return validEntryID(id) }
+
+// validEntryID is ValidEntryID for a string or its bytes (the index-row
+// scan checks ids before it makes strings of them).
+func validEntryID[T ~string | ~[]byte](id T) bool {
 	if len(id) < 1 || len(id) > 128 {
 		return false
 	}
@@ -53,7 +57,9 @@ func ValidSHA256Hex(s string) bool {
 }
 
 // ValidCRC32C reports whether s is 8 upper-case hex digits.
-func ValidCRC32C(s string) bool {
+func ValidCRC32C(s string) bool { return validCRC32C(s) }
+
+func validCRC32C[T ~string | ~[]byte](s T) bool {
 	if len(s) != 8 {
 		return false
 	}

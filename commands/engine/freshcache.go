@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"pisess/readers/discover"
+	"pisess/verify"
+	"pisess/writers/durable"
+)
+
+// FreshCacheName is the fresh cache in a tree's .pisess/: for each session
+// the last run judged fresh (verify.StatusFast: class migrated, nothing
+// found), a digest of the metadata of the session file and of every file
+// and directory of its sidecar, taken before and after that judgment. A
+// cron run finds the same digest with one lstat per file and skips the
+// session without opening anything (issue 14: a run over a tree of fresh
+// sessions costs its walk, not a status of each).
+//
+// Every write to a file moves its change time, and so does every chmod,
+// chown, link or rename; a file added to or removed from a directory moves
+// the directory's. Change times cannot be set back (pi's own freshness
+// check trusts them the same way, FORMAT.md §8). Files whose times are
+// too close to the judgment to be told apart from a later write in the
+// same clock tick are not cached (git's "racily clean" rule). The cache is
+// saved only by a run that writes to the tree anyway: a run with nothing
+// to do writes nothing.
+const FreshCacheName = "fresh.json"
+
+// freshCacheMax bounds what is read of the cache (data in a user's tree:
+// it only ever makes pisess skip a session whose files are unchanged).
+const freshCacheMax = 32 << 20
+
+// freshMaxNames bounds the entries of one sidecar the cache follows: a
+// sidecar with more (many segments) is judged every run.
+const freshMaxNames = 64
+
+// racyWindow: a file changed this close to the judgment is not cached.
+var racyWindow = 2 * time.Second
+
+// statusFast is verify.StatusFast (a variable so that tests can count the
+// judgments the cache saves).
+var statusFast = verify.StatusFast
+
+type freshEntry struct {
+	// Names are the sidecar's entries, relative to it ("" is the sidecar
+	// directory itself).
+	Names []string `json:"names"`
+	// Digest covers the session file and every name.
+	Digest string `json:"digest"`
+}
+
+// freshCache is one tree's fresh cache, loaded once per run.
+type freshCache struct {
+	tree    string
+	mu      sync.Mutex
+	entries map[string]freshEntry
+	changed bool
+}
+
+func loadFreshCache(tree string) *freshCache {
+	return &freshCache{tree: tree, entries: readStateFile(tree, FreshCacheName, freshCacheMax, func(e freshEntry) bool {
+		if len(e.Names) == 0 || len(e.Names) > freshMaxNames || len(e.Digest) != 2*sha256.Size {
+			return false
+		}
+		for _, n := range e.Names {
+			// Names stay inside the sidecar: never an address elsewhere.
+			if n != "" && (!filepath.IsLocal(n) || n != filepath.Clean(n)) {
+				return false
+			}
+		}
+		return true
+	})}
+}
+
+// fresh reports whether session s was judged fresh by an earlier run and
+// nothing it depends on has changed since.
+func (c *freshCache) fresh(s discover.Session) bool {
+	c.mu.Lock()
+	e, ok := c.entries[s.Rel]
+	c.mu.Unlock()
+	if !ok || s.Sidecar == "" {
+		return false
+	}
+	d, _, ok := metaDigest(s.Path, s.Sidecar, e.Names, time.Time{})
+	return ok && d == e.Digest
+}
+
+// status returns the sidecar's fast status: from the cache when an
+// earlier run judged it fresh and nothing has changed since, else from
+// verify.StatusFast, taken between two samples of the files' metadata; a
+// fresh verdict on files that did not change meanwhile (and not too
+// recently) is cached, any other drops the session's entry. A nil cache
+// always asks verify.StatusFast.
+func (c *freshCache) status(s discover.Session) (verify.StatusReport, error) {
+	if c == nil {
+		return statusFast(s.Path)
+	}
+	if c.fresh(s) {
+		return verify.StatusReport{Session: s.Path, Sidecar: s.Sidecar, Class: verify.ClassMigrated}, nil
+	}
+	names, err := sidecarNames(s.Sidecar)
+	if err != nil {
+		c.forget(s.Rel)
+		return statusFast(s.Path)
+	}
+	before, racy1, ok1 := metaDigest(s.Path, s.Sidecar, names, time.Now())
+	st, err := statusFast(s.Path)
+	if err != nil || !ok1 || racy1 || st.Class != verify.ClassMigrated || len(st.Findings) > 0 {
+		c.forget(s.Rel)
+		return st, err
+	}
+	after, racy2, ok2 := metaDigest(s.Path, s.Sidecar, names, time.Now())
+	if !ok2 || racy2 || after != before {
+		c.forget(s.Rel)
+		return st, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.entries[s.Rel]; !ok || old.Digest != before || !slices.Equal(old.Names, names) {
+		c.entries[s.Rel] = freshEntry{Names: names, Digest: before}
+		c.changed = true
+	}
+	return st, nil
+}
+
+func (c *freshCache) forget(rel string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[rel]; ok {
+		delete(c.entries, rel)
+		c.changed = true
+	}
+}
+
+// save writes the cache atomically when it changed, dropping sessions
+// whose file is gone.
+func (c *freshCache) save(ops durable.Ops) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for rel := range c.entries {
+		if _, err := os.Lstat(filepath.Join(c.tree, rel)); errors.Is(err, fs.ErrNotExist) {
+			delete(c.entries, rel)
+			c.changed = true
+		}
+	}
+	if !c.changed {
+		return nil
+	}
+	if err := writeStateFile(ops, c.tree, FreshCacheName, c.entries); err != nil {
+		return err
+	}
+	c.changed = false
+	return nil
+}
+
+// sidecarNames lists the sidecar's entries (directories walked, symlinks
+// and special files listed, not followed), sorted; at most freshMaxNames.
+func sidecarNames(sidecar string) ([]string, error) {
+	names := []string{""}
+	err := filepath.WalkDir(sidecar, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == sidecar {
+			return nil
+		}
+		if len(names) == freshMaxNames {
+			return errTooManyNames
+		}
+		names = append(names, strings.TrimPrefix(p, sidecar+string(filepath.Separator)))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+var errTooManyNames = errors.New("too many entries to cache")
+
+// metaDigest hashes the lstat metadata of the session file and of each
+// name under the sidecar: identity, type and mode, links, owner, size and
+// both times. racy is set when a time is within racyWindow of now (a zero
+// now skips that test). ok is false when a name cannot be lstat'ed.
+func metaDigest(session, sidecar string, names []string, now time.Time) (digest string, racy, ok bool) {
+	h := sha256.New()
+	var buf [8 * 11]byte
+	add := func(p string) bool {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return false
+		}
+		b := buf[:0]
+		for _, v := range []uint64{st.Dev, st.Ino, uint64(st.Mode), uint64(st.Nlink), uint64(st.Uid), uint64(st.Gid),
+			uint64(st.Size), uint64(st.Mtim.Sec), uint64(st.Mtim.Nsec), uint64(st.Ctim.Sec), uint64(st.Ctim.Nsec)} {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+		h.Write(b)
+		if !now.IsZero() {
+			for _, t := range []time.Time{time.Unix(st.Mtim.Sec, st.Mtim.Nsec), time.Unix(st.Ctim.Sec, st.Ctim.Nsec)} {
+				if now.Sub(t) < racyWindow {
+					racy = true
+				}
+			}
+		}
+		return true
+	}
+	if !add(session) {
+		return "", false, false
+	}
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+		if !add(filepath.Join(sidecar, n)) {
+			return "", false, false
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), racy, true
+}

@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"pisess/fixtures"
+	"pisess/readers/discover"
+	"pisess/verify"
+	"pisess/writers/store"
+)
+
+// withRacyWindow sets the racy window for one test: short enough that a
+// test need not wait seconds, long enough to cover the file clock's tick.
+func withRacyWindow(tb testing.TB, d time.Duration) {
+	old := racyWindow
+	racyWindow = d
+	tb.Cleanup(func() { racyWindow = old })
+}
+
+// countStatus counts the sidecars judged by verify.StatusFast.
+func countStatus(tb testing.TB) *atomic.Int64 {
+	var n atomic.Int64
+	old := statusFast
+	statusFast = func(p string) (verify.StatusReport, error) {
+		n.Add(1)
+		return old(p)
+	}
+	tb.Cleanup(func() { statusFast = old })
+	return &n
+}
+
+// freshTree is a tree of two migrated sessions (paths) and a third that
+// pi keeps writing: refresh appends to it and migrates, a run that writes
+// (the refresh) and so saves the verdicts it cached.
+func freshTree(tb testing.TB) (root string, paths []string, refresh func() MigrateReport) {
+	tb.Helper()
+	withRacyWindow(tb, 40*time.Millisecond)
+	root = tb.TempDir()
+	for _, stem := range []string{"a", "b"} {
+		p, _ := migSession(tb, root, stem, 4)
+		paths = append(paths, p)
+	}
+	busy, last := migSession(tb, root, "busy", 2)
+	migRun(tb, migOptions(root))
+	time.Sleep(60 * time.Millisecond) // past the racy window
+	n := 0
+	refresh = func() MigrateReport {
+		tb.Helper()
+		n++
+		id := migEntryID(0x100 + n)
+		migAppend(tb, busy, migEntryLine(id, last, "more"))
+		last = id
+		rep := migRun(tb, migOptions(root))
+		if s := migResult(tb, rep, busy); s.Outcome != OutcomeDone {
+			tb.Fatalf("busy session: %+v", s)
+		}
+		return rep
+	}
+	return root, paths, refresh
+}
+
+// TestFreshCacheSkipsUnchanged: a run judges the fresh sidecars and caches
+// the verdicts; the next run skips both without judging either, and
+// writes nothing.
+func TestFreshCacheSkipsUnchanged(t *testing.T) {
+	root, paths, refresh := freshTree(t)
+	n := countStatus(t)
+	migRun(t, migOptions(root))
+	if n.Load() != 3 {
+		t.Fatalf("the no-op run judged %d sidecars, want 3", n.Load())
+	}
+	if _, err := os.Lstat(filepath.Join(root, discover.PisessDir, FreshCacheName)); !os.IsNotExist(err) {
+		t.Fatalf("a run that changed nothing wrote the fresh cache (%v)", err)
+	}
+	n.Store(0)
+	refresh()
+	if n.Load() != 3 {
+		t.Fatalf("the refresh run judged %d sidecars, want 3", n.Load())
+	}
+	if len(loadFreshCache(root).entries) != 2 {
+		t.Fatalf("fresh cache: %+v", loadFreshCache(root).entries)
+	}
+	before := fixtures.TreeDigest(t, root)
+	n.Store(0)
+	rep := migRun(t, migOptions(root))
+	for _, p := range paths {
+		if s := migResult(t, rep, p); s.Outcome != OutcomeSkipped || s.Reason != "the sidecar is fresh" {
+			t.Fatalf("%s: %+v", p, s)
+		}
+	}
+	if n.Load() != 1 {
+		t.Fatalf("the no-op run judged %d sidecars, want 1 (the one just refreshed)", n.Load())
+	}
+	if diff := migDigestDiff(before, fixtures.TreeDigest(t, root), nil); len(diff) != 0 {
+		t.Fatalf("the cached no-op run changed %v", diff)
+	}
+}
+
+// TestFreshCacheSameAnswer: whatever is done to a session or its sidecar
+// after its verdict was cached, the plan is the one a run without the
+// cache makes (the cache is judged again, never trusted past a change).
+func TestFreshCacheSameAnswer(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(t *testing.T, path, sidecar string)
+		skip   bool // the change leaves the sidecar fresh
+	}{
+		{"nothing", func(t *testing.T, path, sidecar string) {}, true},
+		{"source appended (TypeScript pi)", func(t *testing.T, path, sidecar string) {
+			migAppend(t, path, migEntryLine("e0000100", migEntryID(4), "more"))
+		}, false},
+		{"marked dirty (Rust pi)", func(t *testing.T, path, sidecar string) {
+			fixtures.MarkDirty(t, sidecar)
+		}, false},
+		{"segment mode loosened", func(t *testing.T, path, sidecar string) {
+			chmod(t, store.SegmentPath(sidecar, 1), 0o644)
+		}, false},
+		{"sidecar directory mode loosened", func(t *testing.T, path, sidecar string) {
+			chmod(t, sidecar, 0o755)
+		}, false},
+		{"index emptied", func(t *testing.T, path, sidecar string) {
+			if err := os.Truncate(store.IndexPath(sidecar), 0); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"manifest replaced by a symlink", func(t *testing.T, path, sidecar string) {
+			m := store.ManifestPath(sidecar)
+			if err := os.Rename(m, m+".real"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(m+".real", m); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"segments directory removed", func(t *testing.T, path, sidecar string) {
+			if err := os.RemoveAll(store.SegmentsPath(sidecar)); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		// The fast status does not read segments/ (fsck does): skipped
+		// with or without the cache, the same answer.
+		{"an extra file in segments/", func(t *testing.T, path, sidecar string) {
+			if err := os.WriteFile(filepath.Join(store.SegmentsPath(sidecar), "0000000000000002.seg"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"source-state removed (pi verifies the whole sidecar)", func(t *testing.T, path, sidecar string) {
+			if err := os.Remove(store.SourceStatePath(sidecar)); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root, paths, refresh := freshTree(t)
+			refresh() // judges a and b, caches their verdicts
+			if len(loadFreshCache(root).entries) != 2 {
+				t.Fatal("verdicts not cached")
+			}
+			path := paths[0]
+			c.change(t, path, discover.SidecarPath(path))
+			dry := migOptions(root)
+			dry.DryRun = true
+			cached := migResult(t, migRun(t, dry), path)
+			if err := os.Remove(filepath.Join(root, discover.PisessDir, FreshCacheName)); err != nil {
+				t.Fatal(err)
+			}
+			judged := migResult(t, migRun(t, dry), path)
+			if cached.Action != judged.Action || cached.Reason != judged.Reason {
+				t.Fatalf("with the cache: %s (%s); without: %s (%s)", cached.Action, cached.Reason, judged.Action, judged.Reason)
+			}
+			if (judged.Action == PlanSkip) != c.skip {
+				t.Fatalf("the change was not seen at all: %s (%s)", judged.Action, judged.Reason)
+			}
+		})
+	}
+}
+
+// TestFreshCacheRacy: verdicts on files changed within the racy window of
+// the judgment are not cached.
+func TestFreshCacheRacy(t *testing.T) {
+	root, _, refresh := freshTree(t)
+	withRacyWindow(t, time.Hour)
+	refresh()
+	if n := len(loadFreshCache(root).entries); n != 0 {
+		t.Fatalf("%d racy verdicts cached", n)
+	}
+}
+
+// TestFreshCacheUntrusted: the cache is data in a user's tree. Entries
+// naming files outside the sidecar, too many names, or a digest that does
+// not match are not trusted: the sidecar is judged again.
+func TestFreshCacheUntrusted(t *testing.T) {
+	root, paths, _ := freshTree(t)
+	rel, err := filepath.Rel(root, paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := `""`
+	for i := 0; i < freshMaxNames; i++ {
+		many += `,"x"`
+	}
+	cache := filepath.Join(root, discover.PisessDir, FreshCacheName)
+	digest := `"` + strings.Repeat("0", 64) + `"`
+	for name, names := range map[string]string{
+		"outside":  `["","../../etc"]`,
+		"absolute": `["","/etc/passwd"]`,
+		"unclean":  `["","segments/../manifest.json"]`,
+		"too many": `[` + many + `]`,
+		"forged":   `[""]`,
+	} {
+		doc := `{"version":1,"sessions":{"` + rel + `":{"names":` + names + `,"digest":` + digest + `}}}`
+		if err := os.WriteFile(cache, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		n := countStatus(t)
+		dry := migOptions(root)
+		dry.DryRun = true
+		if s := migResult(t, migRun(t, dry), paths[0]); s.Action != PlanSkip {
+			t.Fatalf("%s: %+v", name, s)
+		}
+		if n.Load() != 3 {
+			t.Fatalf("%s: %d sidecars judged, want all 3", name, n.Load())
+		}
+	}
+}
+
+func chmod(tb testing.TB, p string, mode os.FileMode) {
+	tb.Helper()
+	if err := os.Chmod(p, mode); err != nil {
+		tb.Fatal(err)
+	}
+}
