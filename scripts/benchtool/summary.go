@@ -245,6 +245,9 @@ func (s *Summary) ratios() {
 		if refresh != nil {
 			put("refreshSecondsOverFullMigrate", refresh.Seconds, j1.Seconds)
 		}
+		if first := s.step("refresh 10%, first"); first != nil {
+			put("refreshFirstSecondsOverFullMigrate", first.Seconds, j1.Seconds)
+		}
 		if noop != nil {
 			put("noopSecondsOverFullMigrate", noop.Seconds, j1.Seconds)
 		}
@@ -306,7 +309,8 @@ func (s *Summary) print(w io.Writer) {
 		{"jobs2SpeedUpOverMachine2", "--jobs 2 speed-up ÷ the machine's two-way speed-up"},
 		{"jobs4SpeedUp", "speed-up --jobs 4 over --jobs 1 (time 1 ÷ time 4)"},
 		{"fsyncCallsPerMigratedSession", "fsync-class calls per migrated session (strace)"},
-		{"refreshSecondsOverFullMigrate", "refresh of 10% stale ÷ full migrate (time)"},
+		{"refreshFirstSecondsOverFullMigrate", "first refresh of 10% stale ÷ full migrate (time)"},
+		{"refreshSecondsOverFullMigrate", "refresh of 10% stale, steady ÷ full migrate (time)"},
 		{"noopSecondsOverFullMigrate", "no-op re-run ÷ full migrate (time)"},
 		{"sidecarFrameBytesOverSource", "sidecar frame bytes ÷ source bytes"},
 		{"jsonlReadMBpsOverSha256sum", "readers/jsonl read MB/s ÷ cat|sha256sum MB/s"},
