@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,10 +197,7 @@ func TestFreshCacheRacy(t *testing.T) {
 // not match are not trusted: the sidecar is judged again.
 func TestFreshCacheUntrusted(t *testing.T) {
 	root, paths, _ := freshTree(t)
-	rel, err := filepath.Rel(root, paths[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	rel := mustRel(t, root, paths[0])
 	many := `""`
 	for i := 0; i < freshMaxNames; i++ {
 		many += `,"x"`
@@ -227,6 +225,60 @@ func TestFreshCacheUntrusted(t *testing.T) {
 			t.Fatalf("%s: %d sidecars judged, want all 3", name, n.Load())
 		}
 	}
+}
+
+// TestFreshCacheSymlinked: a fresh.json that is a symlink to a file outside
+// the tree is neither read nor written through, nor replaced (pisess never
+// renames over what it did not expect, issue 11): a run that would save
+// the cache leaves the link and the file it points at as they were, and
+// the next run judges every sidecar again.
+func TestFreshCacheSymlinked(t *testing.T) {
+	root, paths, refresh := freshTree(t)
+	outside := filepath.Join(t.TempDir(), "victim.json")
+	// A valid entry for session a: followed, it would make a run skip a
+	// without judging it.
+	sidecar := discover.SidecarPath(paths[0])
+	names, err := sidecarNames(sidecar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, _, ok := metaDigest(paths[0], sidecar, names, time.Time{})
+	if !ok {
+		t.Fatal("no digest")
+	}
+	doc, err := json.Marshal(stateFile[freshEntry]{Version: 1, Sessions: map[string]freshEntry{mustRel(t, root, paths[0]): {Names: names, Digest: digest}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := string(doc)
+	if err := os.WriteFile(outside, []byte(forged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(root, discover.PisessDir, FreshCacheName)
+	if err := os.Symlink(outside, cache); err != nil {
+		t.Fatal(err)
+	}
+	refresh()
+	if b, err := os.ReadFile(outside); err != nil || string(b) != forged {
+		t.Fatalf("the file outside the tree was written through the link: %q %v", b, err)
+	}
+	if fi, err := os.Lstat(cache); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the symlinked cache was replaced (%v)", err)
+	}
+	n := countStatus(t)
+	migRun(t, migOptions(root))
+	if n.Load() != 3 {
+		t.Fatalf("%d sidecars judged, want all 3", n.Load())
+	}
+}
+
+func mustRel(tb testing.TB, root, p string) string {
+	tb.Helper()
+	rel, err := filepath.Rel(root, p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rel
 }
 
 func chmod(tb testing.TB, p string, mode os.FileMode) {

@@ -208,8 +208,8 @@ func (c *baseCopy) run(ctx context.Context) error {
 		}
 		c.sum.Write(line)
 		c.indexBytes += int64(len(line))
-		row, err := wire.ParseIndexRow(line)
-		if err != nil || string(wire.AppendIndexRow(w.row[:0], row)) != string(line) {
+		row, ok := wire.ScanCanonicalIndexRow(line)
+		if !ok {
 			return notResumable("index line %d is not a row in this codec's form", n)
 		}
 		if frame, err = c.copyFrame(row, n, frame); err != nil {

@@ -20,8 +20,12 @@ const (
 	rowTail          = `","state":"` + string(RowActive) + "\"}\n"
 )
 
-// scanIndexRow returns the row of a line in AppendIndexRow's form that
-// passes ParseIndexRow's checks; ok is false for any other line.
+// ScanCanonicalIndexRow returns the row of a line in AppendIndexRow's
+// form that passes ParseIndexRow's checks; ok is false for any other line.
+// ok is exactly "ParseIndexRow accepts the line and AppendIndexRow writes
+// it back unchanged" (fuzzed), without the re-encoding.
+func ScanCanonicalIndexRow(line []byte) (IndexRow, bool) { return scanIndexRow(line) }
+
 func scanIndexRow(line []byte) (r IndexRow, ok bool) {
 	s := rowScanner{b: line}
 	if !s.lit(rowKeyEntrySeq) {
