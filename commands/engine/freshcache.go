@@ -105,7 +105,7 @@ func (c *freshCache) fresh(s discover.Session) bool {
 // recently) is cached, any other drops the session's entry. A nil cache
 // always asks verify.StatusFast.
 func (c *freshCache) status(s discover.Session) (verify.StatusReport, error) {
-	if c == nil {
+	if c == nil || s.Rel == "" {
 		return statusFast(s.Path)
 	}
 	if c.fresh(s) {
