@@ -112,26 +112,12 @@ func TestRefreshKeepsWhatIsNotReproducible(t *testing.T) {
 		before func(t *testing.T, root, path string) MigrateOptions
 	}{
 		{"source rewritten", func(t *testing.T, root, path string) MigrateOptions {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b = []byte(strings.Replace(string(b), "message e0000001", "message E0000001", 1))
-			if err := os.WriteFile(path, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			rewriteFirstMessage(t, path)
 			return migOptions(root)
 		}},
 		{"marked dirty, source rewritten", func(t *testing.T, root, path string) MigrateOptions {
 			fixtures.MarkDirty(t, discoverSidecar(path))
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b = []byte(strings.Replace(string(b), "message e0000001", "message E0000001", 1))
-			if err := os.WriteFile(path, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			rewriteFirstMessage(t, path)
 			return migOptions(root)
 		}},
 		{"marked dirty, no refresh record", func(t *testing.T, root, path string) MigrateOptions {
@@ -169,5 +155,19 @@ func TestRefreshKeepsWhatIsNotReproducible(t *testing.T) {
 				t.Fatalf("the displaced sidecar was not kept: %v", err)
 			}
 		})
+	}
+}
+
+// rewriteFirstMessage changes the text of the first message of a session
+// migSession wrote: a rewrite, not an append.
+func rewriteFirstMessage(tb testing.TB, path string) {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b = []byte(strings.Replace(string(b), "message e0000001", "message E0000001", 1))
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		tb.Fatal(err)
 	}
 }

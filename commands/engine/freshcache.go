@@ -6,19 +6,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"pisess/readers/discover"
 	"pisess/verify"
-	"pisess/writers/durable"
 )
 
 // FreshCacheName is the fresh cache in a tree's .pisess/: for each session
@@ -64,14 +61,11 @@ type freshEntry struct {
 
 // freshCache is one tree's fresh cache, loaded once per run.
 type freshCache struct {
-	tree    string
-	mu      sync.Mutex
-	entries map[string]freshEntry
-	changed bool
+	stateSet[freshEntry]
 }
 
 func loadFreshCache(tree string) *freshCache {
-	return &freshCache{tree: tree, entries: readStateFile(tree, FreshCacheName, freshCacheMax, func(e freshEntry) bool {
+	return &freshCache{loadStateSet(tree, FreshCacheName, freshCacheMax, func(e freshEntry) bool {
 		if len(e.Names) == 0 || len(e.Names) > freshMaxNames || len(e.Digest) != 2*sha256.Size {
 			return false
 		}
@@ -88,9 +82,7 @@ func loadFreshCache(tree string) *freshCache {
 // fresh reports whether session s was judged fresh by an earlier run and
 // nothing it depends on has changed since.
 func (c *freshCache) fresh(s discover.Session) bool {
-	c.mu.Lock()
-	e, ok := c.entries[s.Rel]
-	c.mu.Unlock()
+	e, ok := c.get(s.Rel)
 	if !ok || s.Sidecar == "" {
 		return false
 	}
@@ -127,43 +119,10 @@ func (c *freshCache) status(s discover.Session) (verify.StatusReport, error) {
 		c.forget(s.Rel)
 		return st, nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.entries[s.Rel]; !ok || old.Digest != before || !slices.Equal(old.Names, names) {
-		c.entries[s.Rel] = freshEntry{Names: names, Digest: before}
-		c.changed = true
-	}
+	c.set(s.Rel, freshEntry{Names: names, Digest: before}, func(old, e freshEntry) bool {
+		return old.Digest == e.Digest && slices.Equal(old.Names, e.Names)
+	})
 	return st, nil
-}
-
-func (c *freshCache) forget(rel string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.entries[rel]; ok {
-		delete(c.entries, rel)
-		c.changed = true
-	}
-}
-
-// save writes the cache atomically when it changed, dropping sessions
-// whose file is gone.
-func (c *freshCache) save(ops durable.Ops) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for rel := range c.entries {
-		if _, err := os.Lstat(filepath.Join(c.tree, rel)); errors.Is(err, fs.ErrNotExist) {
-			delete(c.entries, rel)
-			c.changed = true
-		}
-	}
-	if !c.changed {
-		return nil
-	}
-	if err := writeStateFile(ops, c.tree, FreshCacheName, c.entries); err != nil {
-		return err
-	}
-	c.changed = false
-	return nil
 }
 
 // sidecarNames lists the sidecar's entries (directories walked, symlinks

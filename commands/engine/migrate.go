@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -331,7 +329,6 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			}
 		}
 		for _, c := range caches {
-			c.prune()
 			if err := c.save(opt.Ops); err != nil {
 				// Only work saved is lost: the next run reads the refused
 				// sessions again.
@@ -506,15 +503,6 @@ func (c *refusalCache) record(jb job, res SessionResult) {
 			Line: res.Error.Line, Class: readers.Class(res.Error.Class), Reason: res.Reason})
 	case res.Outcome == OutcomeDone || res.Outcome == OutcomeSkipped:
 		c.forget(jb.session.Rel)
-	}
-}
-
-// prune forgets sessions whose file is gone.
-func (c *refusalCache) prune() {
-	for rel := range c.entries {
-		if _, err := os.Lstat(filepath.Join(c.tree, rel)); errors.Is(err, fs.ErrNotExist) {
-			c.forget(rel)
-		}
 	}
 }
 

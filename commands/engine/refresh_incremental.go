@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/google/uuid"
@@ -66,10 +65,7 @@ func (r refreshRecord) sha() ([32]byte, bool) {
 // refreshRecords is one tree's record, loaded once per run and shared by
 // its sessions' workers.
 type refreshRecords struct {
-	tree    string
-	mu      sync.Mutex
-	entries map[string]refreshRecord
-	changed bool
+	stateSet[refreshRecord]
 }
 
 func refreshRecordPath(tree string) string {
@@ -79,47 +75,14 @@ func refreshRecordPath(tree string) string {
 // loadRefreshRecords reads the tree's record. Missing, unreadable or
 // malformed is empty: the record only saves work.
 func loadRefreshRecords(tree string) *refreshRecords {
-	return &refreshRecords{tree: tree, entries: readStateFile(tree, RefreshRecordName, refreshRecordMax, func(e refreshRecord) bool {
+	return &refreshRecords{loadStateSet(tree, RefreshRecordName, refreshRecordMax, func(e refreshRecord) bool {
 		_, ok := e.sha()
 		return ok && e.SourceBytes > 0
 	})}
 }
 
-func (c *refreshRecords) get(rel string) (refreshRecord, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[rel]
-	return e, ok
-}
-
 func (c *refreshRecords) put(rel string, e refreshRecord) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.entries[rel]; ok && old == e {
-		return
-	}
-	c.entries[rel] = e
-	c.changed = true
-}
-
-// save writes the record atomically when it changed (a run that installed
-// nothing writes nothing), dropping sessions whose file is gone.
-func (c *refreshRecords) save(ops durable.Ops) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.changed {
-		return nil
-	}
-	for rel := range c.entries {
-		if _, err := os.Lstat(filepath.Join(c.tree, rel)); errors.Is(err, fs.ErrNotExist) {
-			delete(c.entries, rel)
-		}
-	}
-	if err := writeStateFile(ops, c.tree, RefreshRecordName, c.entries); err != nil {
-		return err
-	}
-	c.changed = false
-	return nil
+	c.set(rel, e, func(old, e refreshRecord) bool { return old == e })
 }
 
 // manifestIdentity returns the device and inode of the sidecar's

@@ -5,7 +5,6 @@ import (
 	"syscall"
 
 	"pisess/readers"
-	"pisess/writers/durable"
 )
 
 // RefusalCacheName is the refusal cache in a tree's .pisess/: the sessions
@@ -55,23 +54,21 @@ type cachedRefusal struct {
 
 // refusalCache is one tree's refusal cache, loaded once per run.
 type refusalCache struct {
-	tree    string
-	entries map[string]cachedRefusal
-	changed bool
+	stateSet[cachedRefusal]
 }
 
 // loadRefusalCache reads the tree's cache. A missing, unreadable or
 // malformed cache is an empty one: it only saves work, so losing it costs
 // one re-read of each refused session.
 func loadRefusalCache(tree string) *refusalCache {
-	return &refusalCache{tree: tree, entries: readStateFile(tree, RefusalCacheName, refusalCacheMax,
+	return &refusalCache{loadStateSet(tree, RefusalCacheName, refusalCacheMax,
 		func(e cachedRefusal) bool { return e.Reason != "" })}
 }
 
 // lookup returns the cached refusal of the session rel when its file still
 // has the identity id.
 func (c *refusalCache) lookup(rel string, id fileIdentity) (cachedRefusal, bool) {
-	e, ok := c.entries[rel]
+	e, ok := c.get(rel)
 	if !ok || e.Identity != id {
 		return cachedRefusal{}, false
 	}
@@ -80,31 +77,6 @@ func (c *refusalCache) lookup(rel string, id fileIdentity) (cachedRefusal, bool)
 
 // remember records a refusal of session rel read at identity id.
 func (c *refusalCache) remember(rel string, id fileIdentity, r *readers.RefusedError) {
-	e := cachedRefusal{Identity: id, Class: r.Class, Line: r.Line, Reason: r.Reason}
-	if old, ok := c.entries[rel]; ok && old == e {
-		return
-	}
-	c.entries[rel] = e
-	c.changed = true
-}
-
-// forget drops session rel (it was migrated, or is gone).
-func (c *refusalCache) forget(rel string) {
-	if _, ok := c.entries[rel]; ok {
-		delete(c.entries, rel)
-		c.changed = true
-	}
-}
-
-// save writes the cache atomically when it changed (a run that changed
-// nothing writes nothing). .pisess/ exists: the run holds the tree lock.
-func (c *refusalCache) save(ops durable.Ops) error {
-	if !c.changed {
-		return nil
-	}
-	if err := writeStateFile(ops, c.tree, RefusalCacheName, c.entries); err != nil {
-		return err
-	}
-	c.changed = false
-	return nil
+	c.set(rel, cachedRefusal{Identity: id, Class: r.Class, Line: r.Line, Reason: r.Reason},
+		func(old, e cachedRefusal) bool { return old == e })
 }

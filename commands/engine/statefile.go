@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"pisess/ledger"
@@ -74,5 +75,67 @@ func writeStateFile[E any](ops durable.Ops, tree, name string, entries map[strin
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	return nil
+}
+
+// stateSet is the entries of one such file, loaded once per run and shared
+// by the run's workers.
+type stateSet[E any] struct {
+	tree, name string
+	mu         sync.Mutex
+	entries    map[string]E
+	changed    bool
+}
+
+// loadStateSet reads .pisess/name in tree (readStateFile).
+func loadStateSet[E any](tree, name string, max int64, keep func(E) bool) stateSet[E] {
+	return stateSet[E]{tree: tree, name: name, entries: readStateFile(tree, name, max, keep)}
+}
+
+func (c *stateSet[E]) get(rel string) (E, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[rel]
+	return e, ok
+}
+
+// set records e for rel; same says when an old entry already says it.
+func (c *stateSet[E]) set(rel string, e E, same func(old, e E) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.entries[rel]; ok && same(old, e) {
+		return
+	}
+	c.entries[rel] = e
+	c.changed = true
+}
+
+func (c *stateSet[E]) forget(rel string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[rel]; ok {
+		delete(c.entries, rel)
+		c.changed = true
+	}
+}
+
+// save writes the file atomically when an entry changed (a run that
+// changed nothing writes nothing), first dropping the sessions whose file
+// is gone. .pisess/ exists: the run holds the tree lock.
+func (c *stateSet[E]) save(ops durable.Ops) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.changed {
+		return nil
+	}
+	for rel := range c.entries {
+		if _, err := os.Lstat(filepath.Join(c.tree, rel)); errors.Is(err, fs.ErrNotExist) {
+			delete(c.entries, rel)
+		}
+	}
+	if err := writeStateFile(ops, c.tree, c.name, c.entries); err != nil {
+		return err
+	}
+	c.changed = false
 	return nil
 }
