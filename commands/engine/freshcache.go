@@ -32,8 +32,8 @@ import (
 // check trusts them the same way, FORMAT.md §8). Files whose times are
 // too close to the judgment to be told apart from a later write in the
 // same clock tick are not cached (git's "racily clean" rule). The cache is
-// saved only by a run that writes to the tree anyway: a run with nothing
-// to do writes nothing.
+// settled and saved only by a run that writes to the tree anyway: a run
+// with nothing to do writes nothing (and pays nothing for the cache).
 const FreshCacheName = "fresh.json"
 
 // freshCacheMax bounds what is read of the cache (data in a user's tree:
@@ -62,10 +62,12 @@ type freshEntry struct {
 // freshCache is one tree's fresh cache, loaded once per run.
 type freshCache struct {
 	stateSet[freshEntry]
+	// candidates were judged fresh by this run's planning (settle).
+	candidates []discover.Session
 }
 
 func loadFreshCache(tree string) *freshCache {
-	return &freshCache{loadStateSet(tree, FreshCacheName, freshCacheMax, func(e freshEntry) bool {
+	return &freshCache{stateSet: loadStateSet(tree, FreshCacheName, freshCacheMax, func(e freshEntry) bool {
 		if len(e.Names) == 0 || len(e.Names) > freshMaxNames || len(e.Digest) != 2*sha256.Size {
 			return false
 		}
@@ -92,10 +94,9 @@ func (c *freshCache) fresh(s discover.Session) bool {
 
 // status returns the sidecar's fast status: from the cache when an
 // earlier run judged it fresh and nothing has changed since, else from
-// verify.StatusFast, taken between two samples of the files' metadata; a
-// fresh verdict on files that did not change meanwhile (and not too
-// recently) is cached, any other drops the session's entry. A nil cache
-// always asks verify.StatusFast.
+// verify.StatusFast. A fresh verdict makes the session a candidate for
+// settle; any other drops its entry. A nil cache always asks
+// verify.StatusFast.
 func (c *freshCache) status(s discover.Session) (verify.StatusReport, error) {
 	if c == nil || s.Rel == "" {
 		return statusFast(s.Path)
@@ -103,26 +104,58 @@ func (c *freshCache) status(s discover.Session) (verify.StatusReport, error) {
 	if c.fresh(s) {
 		return verify.StatusReport{Session: s.Path, Sidecar: s.Sidecar, Class: verify.ClassMigrated}, nil
 	}
-	names, err := sidecarNames(s.Sidecar)
-	if err != nil {
-		c.forget(s.Rel)
-		return statusFast(s.Path)
-	}
-	before, racy1, ok1 := metaDigest(s.Path, s.Sidecar, names, time.Now())
 	st, err := statusFast(s.Path)
-	if err != nil || !ok1 || racy1 || st.Class != verify.ClassMigrated || len(st.Findings) > 0 {
+	if err != nil || st.Class != verify.ClassMigrated || len(st.Findings) > 0 {
 		c.forget(s.Rel)
 		return st, err
 	}
+	c.mu.Lock()
+	c.candidates = append(c.candidates, s)
+	c.mu.Unlock()
+	return st, nil
+}
+
+// settle caches the verdicts of the candidates, each judged again between
+// two samples of its files' metadata: cached when still fresh, the files
+// unchanged meanwhile and not changed too recently. Only a run that writes
+// the cache settles (the planning of a run that then writes nothing pays
+// nothing for the cache): for a tree pi uses, the next refresh.
+func (c *freshCache) settle() {
+	c.mu.Lock()
+	candidates := c.candidates
+	c.candidates = nil
+	c.mu.Unlock()
+	for _, s := range candidates {
+		if e, ok := c.judge(s); ok {
+			c.set(s.Rel, e, func(old, e freshEntry) bool {
+				return old.Digest == e.Digest && slices.Equal(old.Names, e.Names)
+			})
+		} else {
+			c.forget(s.Rel)
+		}
+	}
+}
+
+// judge samples the session's metadata, judges its sidecar, samples again,
+// and returns the entry when the verdict is fresh and can be cached.
+func (c *freshCache) judge(s discover.Session) (freshEntry, bool) {
+	names, err := sidecarNames(s.Sidecar)
+	if err != nil {
+		return freshEntry{}, false
+	}
+	before, racy1, ok1 := metaDigest(s.Path, s.Sidecar, names, time.Now())
+	if !ok1 || racy1 {
+		return freshEntry{}, false
+	}
+	st, err := statusFast(s.Path)
+	if err != nil || st.Class != verify.ClassMigrated || len(st.Findings) > 0 {
+		return freshEntry{}, false
+	}
 	after, racy2, ok2 := metaDigest(s.Path, s.Sidecar, names, time.Now())
 	if !ok2 || racy2 || after != before {
-		c.forget(s.Rel)
-		return st, nil
+		return freshEntry{}, false
 	}
-	c.set(s.Rel, freshEntry{Names: names, Digest: before}, func(old, e freshEntry) bool {
-		return old.Digest == e.Digest && slices.Equal(old.Names, e.Names)
-	})
-	return st, nil
+	return freshEntry{Names: names, Digest: before}, true
 }
 
 // sidecarNames lists the sidecar's entries (directories walked, symlinks

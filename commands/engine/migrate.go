@@ -348,6 +348,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 				// (in a tree pi uses, the next refresh).
 				continue
 			}
+			c.settle()
 			if err := c.save(opt.Ops); err != nil {
 				// Only work saved is lost: the next run judges every
 				// sidecar again.
