@@ -31,7 +31,7 @@ import (
 // is reproducible, after journaling a discarded note (so a crash between
 // the two leaves an extra copy, never a missing one unrecorded). It
 // returns a note for the report, "" when the copy is kept.
-func discardReproducible(ops durable.Ops, j *ledger.Journal, known map[string]bool, jb job, res SessionResult, cid string, now string) (string, error) {
+func discardReproducible(j *ledger.Journal, known map[string]bool, jb job, res SessionResult, cid string, now string) (string, error) {
 	if j == nil || res.Outcome != OutcomeDone || res.Displaced == "" {
 		return "", nil
 	}
@@ -64,8 +64,11 @@ func discardReproducible(ops durable.Ops, j *ledger.Journal, known map[string]bo
 	if err := os.RemoveAll(q); err != nil {
 		return "", fmt.Errorf("remove reproducible displaced sidecar %s: %w", q, err)
 	}
-	removeEmptyParents(filepath.Dir(q), ledger.Quarantine(tree, cid))
-	_ = ops.SyncDir(filepath.Dir(q))
+	// Not synced: a removal a crash undoes leaves a copy the journal calls
+	// discarded, which prune removes with its run. The emptied quarantine
+	// directories are removed once, after the run's last discard
+	// (removeEmptyParents): the next refresh in the same project would
+	// create and sync them again.
 	return "the displaced sidecar was reproducible from the source and was not kept (rollback of this run leaves pi reading the session file)", nil
 }
 

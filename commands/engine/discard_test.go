@@ -74,6 +74,9 @@ func testRefreshBoundedDisk(t *testing.T, dirty bool) {
 		if n := quarantineFiles(t, root); n != 0 {
 			t.Fatalf("refresh %d: %d files in the quarantine", i, n)
 		}
+		if _, err := os.Lstat(ledger.Quarantine(root, rep.CorrelationID)); !os.IsNotExist(err) {
+			t.Fatalf("refresh %d: the run's emptied quarantine directory is still there (%v)", i, err)
+		}
 	}
 	recs := migJournal(t, root, rep.CorrelationID)
 	discarded := 0

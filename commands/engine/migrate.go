@@ -303,6 +303,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	}
 	if !opt.DryRun {
 		known := map[*ledger.Journal]map[string]bool{}
+		emptied := map[string]string{} // quarantine directories discards emptied → their run's root
 		for i, jb := range jobs {
 			if jb.cache != nil {
 				jb.cache.record(jb, rep.Sessions[i])
@@ -318,7 +319,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 					}
 				}
 			}
-			note, err := discardReproducible(opt.Ops, jb.journal, known[jb.journal], jb, rep.Sessions[i], opt.CorrelationID, wire.FormatTimestamp(env.now()))
+			note, err := discardReproducible(jb.journal, known[jb.journal], jb, rep.Sessions[i], opt.CorrelationID, wire.FormatTimestamp(env.now()))
 			if err != nil {
 				log.Warn().Err(err).Str("session", jb.session.Path).Msg("displaced sidecar kept")
 				continue
@@ -326,7 +327,12 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			if note != "" {
 				rep.Sessions[i].Displaced = ""
 				rep.Sessions[i].Notes = append(rep.Sessions[i].Notes, note)
+				q := ledger.QuarantinePath(jb.session.Tree, opt.CorrelationID, jb.session.Rel, "displaced")
+				emptied[filepath.Dir(q)] = ledger.Quarantine(jb.session.Tree, opt.CorrelationID)
 			}
+		}
+		for dir, stop := range emptied {
+			removeEmptyParents(dir, stop)
 		}
 		for _, c := range caches {
 			if err := c.save(opt.Ops); err != nil {
