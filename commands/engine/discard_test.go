@@ -174,3 +174,38 @@ func rewriteFirstMessage(tb testing.TB, path string) {
 		tb.Fatal(err)
 	}
 }
+
+// TestRefreshDiscardBesideKept: in one run, the displaced sidecar of an
+// appended session is discarded and that of a rewritten one in the same
+// project is kept; the emptied directories go, the kept copy stays whole.
+func TestRefreshDiscardBesideKept(t *testing.T) {
+	root := t.TempDir()
+	appended, last := migSession(t, root, "appended", 3)
+	rewritten, _ := migSession(t, root, "rewritten", 3)
+	migRun(t, migOptions(root))
+	migAppend(t, appended, migEntryLine("e0000100", last, "more"))
+	rewriteFirstMessage(t, rewritten)
+	rep := migRun(t, migOptions(root))
+	if s := migResult(t, rep, appended); s.Outcome != OutcomeDone || s.Displaced != "" {
+		t.Fatalf("appended: %+v", s)
+	}
+	kept := migResult(t, rep, rewritten)
+	if kept.Outcome != OutcomeDone || kept.Displaced == "" {
+		t.Fatalf("rewritten: %+v", kept)
+	}
+	// The kept store is whole: its empty directories too.
+	for _, d := range []string{"segments", "index", "checkpoints", "migrations", "tmp"} {
+		if fi, err := os.Lstat(filepath.Join(kept.Displaced, d)); err != nil || !fi.IsDir() {
+			t.Fatalf("the kept displaced sidecar lost %s: %v", d, err)
+		}
+	}
+	if st, err := verify.StatusFast(rewritten); err != nil || st.Class != verify.ClassMigrated {
+		t.Fatalf("rewritten after the refresh: %+v %v", st, err)
+	}
+	if n := quarantineFiles(t, root); n == 0 {
+		t.Fatal("the kept copy is not in the quarantine")
+	}
+	if _, err := os.Lstat(ledger.QuarantinePath(root, rep.CorrelationID, mustRel(t, root, appended), "displaced")); !os.IsNotExist(err) {
+		t.Fatalf("the reproducible copy was kept (%v)", err)
+	}
+}
