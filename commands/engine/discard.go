@@ -27,49 +27,83 @@ import (
 // pisess did not build, a corrupt one, a source rewritten rather than
 // appended to — stays in the quarantine.
 
-// discardReproducible removes the displaced sidecar of a refresh when it
-// is reproducible, after journaling a discarded note (so a crash between
-// the two leaves an extra copy, never a missing one unrecorded). It
-// returns a note for the report, "" when the copy is kept.
-func discardReproducible(j *ledger.Journal, known map[string]bool, jb job, res SessionResult, cid string, now string) (string, error) {
-	if j == nil || res.Outcome != OutcomeDone || res.Displaced == "" {
-		return "", nil
+// discardedNote is what a report says of a displaced sidecar not kept.
+const discardedNote = "the displaced sidecar was reproducible from the source and was not kept (rollback of this run leaves pi reading the session file)"
+
+// reproducibleDisplaced returns where the displaced sidecar of a refresh is
+// when it is reproducible (ok), so that discardDisplaced removes it.
+func reproducibleDisplaced(known map[string]bool, jb job, res SessionResult, cid string) (q string, ok bool, err error) {
+	if jb.journal == nil || res.Outcome != OutcomeDone || res.Displaced == "" {
+		return "", false, nil
 	}
 	if jb.plan.class != verify.ClassStale && jb.plan.class != verify.ClassMigrated {
-		return "", nil // corrupt, partial, a symlink, unreadable: kept
+		return "", false, nil // corrupt, partial, a symlink, unreadable: kept
 	}
-	tree := jb.session.Tree
-	q := filepath.Clean(res.Displaced)
-	want := ledger.QuarantinePath(tree, cid, jb.session.Rel, "displaced")
-	if q != want {
-		return "", nil // not where this run's cutover puts it: not ours to judge
+	q = filepath.Clean(res.Displaced)
+	if q != ledger.QuarantinePath(jb.session.Tree, cid, jb.session.Rel, "displaced") {
+		return "", false, nil // not where this run's cutover puts it: not ours to judge
 	}
 	// Parents resolved without symlinks: a planted symlink on the way to
 	// the quarantine must not turn this removal into one outside the tree.
 	st, err := durable.Lstat(q)
 	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return "", nil
+		return "", false, nil
 	}
 	if ok, err := builtByPisess(q, known); err != nil || !ok {
-		return "", err
+		return "", false, err
 	}
 	if ok, err := sourceStillHolds(q, jb, res.Incremental); err != nil || !ok {
-		return "", err
+		return "", false, err
 	}
-	if err := j.Append(ledger.NoteRecord(ledger.Note{CorrelationID: cid, At: now, Session: jb.session.Path,
-		Kind: ledger.NoteDiscarded, Path: res.Sidecar, QuarantinePath: q,
-		Detail: "the displaced sidecar was built by pisess and the session file still holds the bytes it was built from: not kept"})); err != nil {
-		return "", fmt.Errorf("journal discarded note: %w", err)
+	return q, true, nil
+}
+
+// discard is one displaced sidecar a run does not keep.
+type discard struct {
+	job int // index in the run's jobs and sessions
+	q   string
+	j   *ledger.Journal
+}
+
+// discardDisplaced removes the displaced sidecars of ds after their
+// discarded notes, appended to each journal, are durable with one sync per
+// journal (a crash between the two leaves an extra copy, never a missing
+// one unrecorded). It returns the discards done and, per failure, why the
+// copy was kept.
+func discardDisplaced(ds []discard, sessions []SessionResult, cid, now string) (done []discard, kept map[int]error) {
+	kept = map[int]error{}
+	var noted []discard
+	for _, d := range ds {
+		s := sessions[d.job]
+		err := d.j.AppendUnsynced(ledger.NoteRecord(ledger.Note{CorrelationID: cid, At: now, Session: s.Path,
+			Kind: ledger.NoteDiscarded, Path: s.Sidecar, QuarantinePath: d.q,
+			Detail: "the displaced sidecar was built by pisess and the session file still holds the bytes it was built from: not kept"}))
+		if err != nil {
+			kept[d.job] = fmt.Errorf("journal discarded note: %w", err)
+			continue
+		}
+		noted = append(noted, d)
 	}
-	if err := os.RemoveAll(q); err != nil {
-		return "", fmt.Errorf("remove reproducible displaced sidecar %s: %w", q, err)
+	synced := map[*ledger.Journal]error{}
+	for _, d := range noted {
+		if _, ok := synced[d.j]; !ok {
+			synced[d.j] = d.j.Sync()
+		}
 	}
-	// Not synced: a removal a crash undoes leaves a copy the journal calls
-	// discarded, which prune removes with its run. The emptied quarantine
-	// directories are removed once, after the run's last discard
-	// (removeEmptyParents): the next refresh in the same project would
-	// create and sync them again.
-	return "the displaced sidecar was reproducible from the source and was not kept (rollback of this run leaves pi reading the session file)", nil
+	for _, d := range noted {
+		if err := synced[d.j]; err != nil {
+			kept[d.job] = fmt.Errorf("journal discarded note: %w", err)
+			continue
+		}
+		// Not synced: a removal a crash undoes leaves a copy the journal
+		// calls discarded, which prune removes with its run.
+		if err := os.RemoveAll(d.q); err != nil {
+			kept[d.job] = fmt.Errorf("remove reproducible displaced sidecar %s: %w", d.q, err)
+			continue
+		}
+		done = append(done, d)
+	}
+	return done, kept
 }
 
 // builtByPisess reports whether the store's own ledger ends with a

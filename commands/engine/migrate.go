@@ -303,7 +303,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	}
 	if !opt.DryRun {
 		known := map[*ledger.Journal]map[string]bool{}
-		emptied := map[string]string{} // quarantine directories discards emptied → their run's root
+		var discards []discard
 		for i, jb := range jobs {
 			if jb.cache != nil {
 				jb.cache.record(jb, rep.Sessions[i])
@@ -319,17 +319,27 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 					}
 				}
 			}
-			note, err := discardReproducible(jb.journal, known[jb.journal], jb, rep.Sessions[i], opt.CorrelationID, wire.FormatTimestamp(env.now()))
+			q, ok, err := reproducibleDisplaced(known[jb.journal], jb, rep.Sessions[i], opt.CorrelationID)
 			if err != nil {
 				log.Warn().Err(err).Str("session", jb.session.Path).Msg("displaced sidecar kept")
 				continue
 			}
-			if note != "" {
-				rep.Sessions[i].Displaced = ""
-				rep.Sessions[i].Notes = append(rep.Sessions[i].Notes, note)
-				q := ledger.QuarantinePath(jb.session.Tree, opt.CorrelationID, jb.session.Rel, "displaced")
-				emptied[filepath.Dir(q)] = ledger.Quarantine(jb.session.Tree, opt.CorrelationID)
+			if ok {
+				discards = append(discards, discard{job: i, q: q, j: jb.journal})
 			}
+		}
+		done, kept := discardDisplaced(discards, rep.Sessions, opt.CorrelationID, wire.FormatTimestamp(env.now()))
+		for i, err := range kept {
+			log.Warn().Err(err).Str("session", jobs[i].session.Path).Msg("displaced sidecar kept")
+		}
+		// The emptied quarantine directories are removed once, after the
+		// run's last discard: a refresh in the same project would create
+		// and sync them again.
+		emptied := map[string]string{}
+		for _, d := range done {
+			rep.Sessions[d.job].Displaced = ""
+			rep.Sessions[d.job].Notes = append(rep.Sessions[d.job].Notes, discardedNote)
+			emptied[filepath.Dir(d.q)] = ledger.Quarantine(jobs[d.job].session.Tree, opt.CorrelationID)
 		}
 		for dir, stop := range emptied {
 			removeEmptyParents(dir, stop)
