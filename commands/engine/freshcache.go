@@ -21,7 +21,7 @@ import (
 // FreshCacheName is the fresh cache in a tree's .pisess/: for each session
 // the last run judged fresh (verify.StatusFast: class migrated, nothing
 // found), a digest of the metadata of the session file and of every file
-// and directory of its sidecar, taken before and after that judgment. A
+// and directory of its sidecar, all of them older than the judgment. A
 // cron run finds the same digest with one lstat per file and skips the
 // session without opening anything (issue 14: a run over a tree of fresh
 // sessions costs its walk, not a status of each).
@@ -29,11 +29,13 @@ import (
 // Every write to a file moves its change time, and so does every chmod,
 // chown, link or rename; a file added to or removed from a directory moves
 // the directory's. Change times cannot be set back (pi's own freshness
-// check trusts them the same way, FORMAT.md §8). Files whose times are
-// too close to the judgment to be told apart from a later write in the
-// same clock tick are not cached (git's "racily clean" rule). The cache is
-// settled and saved only by a run that writes to the tree anyway: a run
-// with nothing to do writes nothing (and pays nothing for the cache).
+// check trusts them the same way, FORMAT.md §8). A verdict is cached only
+// when every time is older than the start of its judgment by 2 s (git's
+// "racily clean" rule): a file changed during or after the judgment, or
+// in the same tick of a lagging file clock, is judged again next run. The
+// cache is settled and saved only by a run that writes to the tree anyway:
+// a run with nothing to do writes nothing (and pays nothing for the
+// cache).
 const FreshCacheName = "fresh.json"
 
 // freshCacheMax bounds what is read of the cache (data in a user's tree:
@@ -44,7 +46,8 @@ const freshCacheMax = 32 << 20
 // sidecar with more (many segments) is judged every run.
 const freshMaxNames = 64
 
-// racyWindow: a file changed this close to the judgment is not cached.
+// racyWindow: a verdict on files changed this close to (or after) the
+// start of its judgment is not cached.
 var racyWindow = 2 * time.Second
 
 // statusFast is verify.StatusFast (a variable so that tests can count the
@@ -63,7 +66,7 @@ type freshEntry struct {
 type freshCache struct {
 	stateSet[freshEntry]
 	// candidates were judged fresh by this run's planning (settle).
-	candidates []discover.Session
+	candidates []candidate
 }
 
 func loadFreshCache(tree string) *freshCache {
@@ -104,58 +107,53 @@ func (c *freshCache) status(s discover.Session) (verify.StatusReport, error) {
 	if c.fresh(s) {
 		return verify.StatusReport{Session: s.Path, Sidecar: s.Sidecar, Class: verify.ClassMigrated}, nil
 	}
+	judged := time.Now()
 	st, err := statusFast(s.Path)
 	if err != nil || st.Class != verify.ClassMigrated || len(st.Findings) > 0 {
 		c.forget(s.Rel)
 		return st, err
 	}
 	c.mu.Lock()
-	c.candidates = append(c.candidates, s)
+	c.candidates = append(c.candidates, candidate{s, judged})
 	c.mu.Unlock()
 	return st, nil
 }
 
-// settle caches the verdicts of the candidates, each judged again between
-// two samples of its files' metadata: cached when still fresh, the files
-// unchanged meanwhile and not changed too recently. Only a run that writes
-// the cache settles (the planning of a run that then writes nothing pays
-// nothing for the cache): for a tree pi uses, the next refresh.
+// candidate is a session judged fresh at a time.
+type candidate struct {
+	s      discover.Session
+	judged time.Time
+}
+
+// settle caches the verdicts of the candidates. A verdict holds for the
+// files as they are now when none of them changed after its judgment
+// began: every change time and modification time is older than that by
+// more than the racy window (git's racily-clean rule; the window covers a
+// file clock that lags). Their metadata, sampled now, is the digest. Only
+// a run that writes the cache settles (the planning of a run that then
+// writes nothing pays nothing for the cache): for a tree pi uses, the
+// next refresh.
 func (c *freshCache) settle() {
 	c.mu.Lock()
 	candidates := c.candidates
 	c.candidates = nil
 	c.mu.Unlock()
-	for _, s := range candidates {
-		if e, ok := c.judge(s); ok {
-			c.set(s.Rel, e, func(old, e freshEntry) bool {
-				return old.Digest == e.Digest && slices.Equal(old.Names, e.Names)
-			})
-		} else {
+	for _, cd := range candidates {
+		s := cd.s
+		names, err := sidecarNames(s.Sidecar)
+		if err != nil {
 			c.forget(s.Rel)
+			continue
 		}
+		d, racy, ok := metaDigest(s.Path, s.Sidecar, names, cd.judged)
+		if !ok || racy {
+			c.forget(s.Rel)
+			continue
+		}
+		c.set(s.Rel, freshEntry{Names: names, Digest: d}, func(old, e freshEntry) bool {
+			return old.Digest == e.Digest && slices.Equal(old.Names, e.Names)
+		})
 	}
-}
-
-// judge samples the session's metadata, judges its sidecar, samples again,
-// and returns the entry when the verdict is fresh and can be cached.
-func (c *freshCache) judge(s discover.Session) (freshEntry, bool) {
-	names, err := sidecarNames(s.Sidecar)
-	if err != nil {
-		return freshEntry{}, false
-	}
-	before, racy1, ok1 := metaDigest(s.Path, s.Sidecar, names, time.Now())
-	if !ok1 || racy1 {
-		return freshEntry{}, false
-	}
-	st, err := statusFast(s.Path)
-	if err != nil || st.Class != verify.ClassMigrated || len(st.Findings) > 0 {
-		return freshEntry{}, false
-	}
-	after, racy2, ok2 := metaDigest(s.Path, s.Sidecar, names, time.Now())
-	if !ok2 || racy2 || after != before {
-		return freshEntry{}, false
-	}
-	return freshEntry{Names: names, Digest: before}, true
 }
 
 // sidecarNames lists the sidecar's entries (directories walked, symlinks
@@ -186,8 +184,8 @@ var errTooManyNames = errors.New("too many entries to cache")
 
 // metaDigest hashes the lstat metadata of the session file and of each
 // name under the sidecar: identity, type and mode, links, owner, size and
-// both times. racy is set when a time is within racyWindow of now (a zero
-// now skips that test). ok is false when a name cannot be lstat'ed.
+// both times. racy is set when a time is later than racyWindow before now
+// (a zero now skips that test). ok is false when a name cannot be lstat'ed.
 func metaDigest(session, sidecar string, names []string, now time.Time) (digest string, racy, ok bool) {
 	h := sha256.New()
 	var buf [8 * 11]byte

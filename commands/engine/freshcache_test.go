@@ -80,8 +80,8 @@ func TestFreshCacheSkipsUnchanged(t *testing.T) {
 	}
 	n.Store(0)
 	refresh()
-	if n.Load() != 5 {
-		t.Fatalf("the refresh run judged %d sidecars, want 5 (3 to plan, the 2 fresh again to cache them)", n.Load())
+	if n.Load() != 3 {
+		t.Fatalf("the refresh run judged %d sidecars, want 3 (caching a verdict judges nothing again)", n.Load())
 	}
 	if len(loadFreshCache(root).entries) != 2 {
 		t.Fatalf("fresh cache: %+v", loadFreshCache(root).entries)
@@ -189,6 +189,32 @@ func TestFreshCacheRacy(t *testing.T) {
 	refresh()
 	if n := len(loadFreshCache(root).entries); n != 0 {
 		t.Fatalf("%d racy verdicts cached", n)
+	}
+}
+
+// TestFreshCacheChangedAfterJudgment: a sidecar whose files change after
+// its judgment began (pi marking it dirty while the run plans) is not
+// cached, whatever the change left behind.
+func TestFreshCacheChangedAfterJudgment(t *testing.T) {
+	root, paths, refresh := freshTree(t)
+	sidecar := discover.SidecarPath(paths[0])
+	old := statusFast
+	statusFast = func(p string) (verify.StatusReport, error) {
+		st, err := old(p)
+		if p == paths[0] {
+			// Same mode, new change time: nothing the status would see.
+			chmod(t, store.SegmentPath(sidecar, 1), 0o600)
+		}
+		return st, err
+	}
+	t.Cleanup(func() { statusFast = old })
+	refresh()
+	entries := loadFreshCache(root).entries
+	if _, ok := entries[mustRel(t, root, paths[0])]; ok {
+		t.Fatal("a verdict on files changed after its judgment was cached")
+	}
+	if _, ok := entries[mustRel(t, root, paths[1])]; !ok {
+		t.Fatal("the unchanged session's verdict was not cached")
 	}
 }
 
