@@ -489,7 +489,8 @@ type job struct {
 
 // planWithCache plans session s, first asking the tree's refusal cache: a
 // session refused before and unchanged since is refused again without
-// being read, locked or journaled (issue 12, item 4).
+// being read, locked or journaled (issue 12, item 4). fc, the tree's fresh
+// cache, stands in for the sidecar's status when it can (planSession).
 func planWithCache(s discover.Session, force bool, cache *refusalCache, fc *freshCache) job {
 	jb := job{session: s, cache: cache}
 	if cache != nil && s.Refusal == nil {

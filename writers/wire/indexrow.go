@@ -60,7 +60,7 @@ func AppendIndexRow(dst []byte, r IndexRow) []byte {
 // entrySeq, segmentSeq, frameSeq and byteLength, byteLength within
 // MaxFrameBytes, entry-id pattern, upper-case CRC.
 func ParseIndexRow(line []byte) (IndexRow, error) {
-	if r, ok := scanIndexRow(line); ok {
+	if r, ok := ScanCanonicalIndexRow(line); ok {
 		return r, nil
 	}
 	return parseIndexRow(line, true)
