@@ -4,8 +4,8 @@ import "bytes"
 
 // Index rows are read back far more often than written (every staging
 // check, every refresh's copy, verify, fsck), and nearly every row read is
-// in the form AppendIndexRow writes. ScanCanonicalIndexRow reads exactly that form
-// without the general JSON decoder, about ten times faster; anything else
+// in the form AppendIndexRow writes. ScanCanonicalIndexRow reads exactly
+// that form without the general JSON decoder, about ten times faster; anything else
 // (other key order, spacing, escapes, leading zeros, a number past uint64)
 // is left to the general path, which gives the same row or says why not.
 
