@@ -32,7 +32,7 @@ const discardedNote = "the displaced sidecar was reproducible from the source an
 
 // reproducibleDisplaced returns where the displaced sidecar of a refresh is
 // when it is reproducible (ok), so that discardDisplaced removes it.
-func reproducibleDisplaced(known map[string]bool, jb job, res SessionResult, cid string) (q string, ok bool, err error) {
+func reproducibleDisplaced(known func() map[string]bool, jb job, res SessionResult, cid string) (q string, ok bool, err error) {
 	if jb.journal == nil || res.Outcome != OutcomeDone || res.Displaced == "" {
 		return "", false, nil
 	}
@@ -49,10 +49,11 @@ func reproducibleDisplaced(known map[string]bool, jb job, res SessionResult, cid
 	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return "", false, nil
 	}
-	if ok, err := builtByPisess(q, known); err != nil || !ok {
+	about := recordAbout(q, jb)
+	if ok, err := builtByPisess(q, jb, about, known); err != nil || !ok {
 		return "", false, err
 	}
-	if ok, err := sourceStillHolds(q, jb, res.Incremental); err != nil || !ok {
+	if ok, err := sourceStillHolds(q, jb, about, res.Incremental); err != nil || !ok {
 		return "", false, err
 	}
 	return q, true, nil
@@ -107,8 +108,11 @@ func discardDisplaced(ds []discard, sessions []SessionResult, cid, now string) (
 }
 
 // builtByPisess reports whether the store's own ledger ends with a
-// completed event of a run the tree journal knows.
-func builtByPisess(store string, known map[string]bool) (bool, error) {
+// completed event of a pisess run: the run the refresh record names, when
+// the record is about this very store (about), else one the tree journal knows
+// (known reads it, once per run and only when a record cannot answer: the
+// journal grows with every run, and prune drops old runs from it).
+func builtByPisess(store string, jb job, about bool, known func() map[string]bool) (bool, error) {
 	evs, err := ledger.ReadStoreEvents(store)
 	if err != nil {
 		var le *ledger.LedgerError
@@ -119,7 +123,11 @@ func builtByPisess(store string, known map[string]bool) (bool, error) {
 	}
 	for i := len(evs) - 1; i >= 0; i-- {
 		if evs[i].Phase == wire.PhaseCompleted && evs[i].Outcome == wire.OutcomeOK {
-			return known[evs[i].CorrelationID], nil
+			cid := evs[i].CorrelationID
+			if jb.prior.CorrelationID != "" && cid == jb.prior.CorrelationID && about {
+				return true, nil
+			}
+			return known()[cid], nil
 		}
 	}
 	return false, nil
@@ -129,12 +137,11 @@ func builtByPisess(store string, known map[string]bool) (bool, error) {
 // the displaced store q was built from (length and SHA-256). Its
 // source-state fingerprint says which, unless pi marked it dirty (which
 // drops the fingerprint, FORMAT.md §8: the everyday case); then the refresh
-// record the run found says it, when the record is about q (the same
-// manifest inode, entry count and chain hash). An incremental refresh has
+// record the run found says it, when the record is about q (about). An incremental refresh has
 // already proved that the source begins with the record's bytes: those
 // are not hashed again.
-func sourceStillHolds(q string, jb job, incremental bool) (bool, error) {
-	bytes, sum, ok := builtFrom(q, jb)
+func sourceStillHolds(q string, jb job, about, incremental bool) (bool, error) {
+	bytes, sum, ok := builtFrom(q, jb, about)
 	if !ok {
 		return false, nil
 	}
@@ -156,8 +163,8 @@ func sourceStillHolds(q string, jb job, incremental bool) (bool, error) {
 
 // builtFrom returns the length and lower-case SHA-256 of the source bytes
 // the store q was built from, as its fingerprint or the run's prior
-// refresh record says.
-func builtFrom(q string, jb job) (int64, string, bool) {
+// refresh record says (about: the record describes q).
+func builtFrom(q string, jb job, about bool) (int64, string, bool) {
 	f, err := durable.OS.OpenNoFollow(filepath.Join(q, "source-state.json"), os.O_RDONLY, 0)
 	if err != nil {
 		return 0, "", false
@@ -174,25 +181,32 @@ func builtFrom(q string, jb job) (int64, string, bool) {
 	if fp := st.SourceFingerprint; fp != nil {
 		return int64(fp.ByteLength), strings.ToLower(fp.SHA256), fp.ByteLength <= 1<<62
 	}
-	if !jb.hasPrior {
-		return 0, "", false
-	}
-	if _, ok := jb.prior.sha(); !ok {
-		return 0, "", false
-	}
-	dev, ino, ok := manifestIdentity(q)
-	if !ok || dev != jb.prior.ManifestDev || ino != jb.prior.ManifestIno {
-		return 0, "", false
-	}
-	st2, err := store.Open(q, store.ReadOptions{})
-	if err != nil {
-		return 0, "", false
-	}
-	m, err := st2.Manifest()
-	if err != nil || m.Counters.EntriesTotal != jb.prior.Entries || m.Integrity.ChainHash != jb.prior.ChainHash {
+	if !about {
 		return 0, "", false
 	}
 	return jb.prior.SourceBytes, jb.prior.SourceSHA256, true
+}
+
+// recordAbout reports whether the run's prior refresh record describes the
+// store q: a well-formed record, q's manifest the very file it names (same
+// device and inode), with the entry count and chain hash it names.
+func recordAbout(q string, jb job) bool {
+	if !jb.hasPrior {
+		return false
+	}
+	if _, ok := jb.prior.sha(); !ok {
+		return false
+	}
+	dev, ino, ok := manifestIdentity(q)
+	if !ok || dev != jb.prior.ManifestDev || ino != jb.prior.ManifestIno {
+		return false
+	}
+	st, err := store.Open(q, store.ReadOptions{})
+	if err != nil {
+		return false
+	}
+	m, err := st.Manifest()
+	return err == nil && m.Counters.EntriesTotal == jb.prior.Entries && m.Integrity.ChainHash == jb.prior.ChainHash
 }
 
 // removeEmptyParents removes dir and its parents up to and including stop

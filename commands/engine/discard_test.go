@@ -2,11 +2,14 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"pisess/fixtures"
 	"pisess/ledger"
@@ -106,7 +109,8 @@ func testRefreshBoundedDisk(t *testing.T, dirty bool) {
 
 // TestRefreshKeepsWhatIsNotReproducible: the displaced sidecar stays in the
 // quarantine when the source no longer holds the bytes it was built from,
-// when no journal of the tree knows the run that built it, and with
+// when neither the tree's journal nor its refresh record names the run
+// that built it, and with
 // --keep-displaced; and, for a sidecar pi marked dirty (no fingerprint),
 // when the source was rewritten or no refresh record describes it.
 func TestRefreshKeepsWhatIsNotReproducible(t *testing.T) {
@@ -131,11 +135,12 @@ func TestRefreshKeepsWhatIsNotReproducible(t *testing.T) {
 			}
 			return migOptions(root)
 		}},
-		{"built by a run this tree does not know", func(t *testing.T, root, path string) MigrateOptions {
+		{"built by a run neither the journal nor the refresh record names", func(t *testing.T, root, path string) MigrateOptions {
 			migAppend(t, path, migEntryLine("e0000100", migEntryID(3), "more"))
 			if err := os.Truncate(ledger.JournalPath(root), 0); err != nil {
 				t.Fatal(err)
 			}
+			forgetRecordedRuns(t, root)
 			return migOptions(root)
 		}},
 		{"--keep-displaced", func(t *testing.T, root, path string) MigrateOptions {
@@ -158,6 +163,78 @@ func TestRefreshKeepsWhatIsNotReproducible(t *testing.T) {
 				t.Fatalf("the displaced sidecar was not kept: %v", err)
 			}
 		})
+	}
+}
+
+// forgetRecordedRuns removes the correlation ids from the tree's refresh
+// record, as an older pisess wrote it.
+func forgetRecordedRuns(tb testing.TB, root string) {
+	tb.Helper()
+	var doc stateFile[map[string]any]
+	b, err := os.ReadFile(refreshRecordPath(root))
+	if err != nil || json.Unmarshal(b, &doc) != nil || len(doc.Sessions) == 0 {
+		tb.Fatalf("refresh record: %v %s", err, b)
+	}
+	for _, e := range doc.Sessions {
+		if e["correlationId"] == nil {
+			tb.Fatalf("the refresh record names no run: %v", e)
+		}
+		delete(e, "correlationId")
+	}
+	if b, err = json.Marshal(doc); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(refreshRecordPath(root), b, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TestRefreshDiscardsWhatARecordVouchesFor: the refresh record names the
+// run that installed a sidecar, so the displaced sidecar is discarded even
+// when the journal no longer knows that run (pisess prune dropped it), and
+// with a record of an older pisess (no run named) the journal still
+// answers.
+func TestRefreshDiscardsWhatARecordVouchesFor(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		before func(t *testing.T, root string)
+	}{
+		{"the run that built it pruned from the journal", func(t *testing.T, root string) {
+			rep, err := Prune(context.Background(), PruneOptions{Paths: []string{root}, KeepWithin: time.Hour, Clock: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+			if err != nil || len(rep.Trees) != 1 || len(rep.Trees[0].Runs) != 1 {
+				t.Fatalf("prune: %+v %v", rep, err)
+			}
+			j, err := ledger.OpenJournal(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ids, err := j.CorrelationIDs(); err != nil || len(ids) != 0 {
+				t.Fatalf("the journal still knows %v (%v)", ids, err)
+			}
+		}},
+		{"a record that names no run, the journal knows it", func(t *testing.T, root string) {
+			forgetRecordedRuns(t, root)
+		}},
+	} {
+		for _, dirty := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, dirty %v", c.name, dirty), func(t *testing.T) {
+				root := t.TempDir()
+				path, last := migSession(t, root, "s", 3)
+				migRun(t, migOptions(root))
+				c.before(t, root)
+				if dirty {
+					fixtures.MarkDirty(t, discoverSidecar(path))
+				}
+				migAppend(t, path, migEntryLine("e0000100", last, "more"))
+				s := migResult(t, migRun(t, migOptions(root)), path)
+				if s.Outcome != OutcomeDone || !s.Incremental || s.Displaced != "" || !strings.Contains(strings.Join(s.Notes, " "), "not kept") {
+					t.Fatalf("%+v", s)
+				}
+				if n := quarantineFiles(t, root); n != 0 {
+					t.Fatalf("%d files in the quarantine", n)
+				}
+			})
+		}
 	}
 }
 

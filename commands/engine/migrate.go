@@ -311,15 +311,19 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			if opt.KeepDisplaced || rep.Sessions[i].Displaced == "" || jb.journal == nil {
 				continue
 			}
-			if known[jb.journal] == nil {
-				known[jb.journal] = map[string]bool{}
-				if ids, err := jb.journal.CorrelationIDs(); err == nil {
-					for _, id := range ids {
-						known[jb.journal][id] = true
+			// Read only when a refresh record cannot vouch for a store.
+			knownIDs := func() map[string]bool {
+				if known[jb.journal] == nil {
+					known[jb.journal] = map[string]bool{}
+					if ids, err := jb.journal.CorrelationIDs(); err == nil {
+						for _, id := range ids {
+							known[jb.journal][id] = true
+						}
 					}
 				}
+				return known[jb.journal]
 			}
-			q, ok, err := reproducibleDisplaced(known[jb.journal], jb, rep.Sessions[i], opt.CorrelationID)
+			q, ok, err := reproducibleDisplaced(knownIDs, jb, rep.Sessions[i], opt.CorrelationID)
 			if err != nil {
 				log.Warn().Err(err).Str("session", jb.session.Path).Msg("displaced sidecar kept")
 				continue

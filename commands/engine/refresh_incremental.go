@@ -50,6 +50,11 @@ type refreshRecord struct {
 	// a sidecar rebuilt by pi, fsck or a rollback has another one.
 	ManifestDev uint64 `json:"manifestDev"`
 	ManifestIno uint64 `json:"manifestIno"`
+	// CorrelationID is the run that installed the sidecar: with the
+	// store's own completed event naming it, the record is evidence that
+	// pisess built the store, with no need to read the tree's journal (which
+	// grows with every run, and loses the run to prune).
+	CorrelationID string `json:"correlationId,omitempty"`
 }
 
 func (r refreshRecord) sha() ([32]byte, bool) {
@@ -135,7 +140,7 @@ func (x *session) remember(fp wire.SourceFingerprint, m wire.Manifest) {
 	x.env.Refresh.put(x.s.Rel, refreshRecord{
 		SourceBytes: int64(fp.ByteLength), SourceSHA256: fp.SHA256,
 		Entries: m.Counters.EntriesTotal, ChainHash: m.Integrity.ChainHash, IndexSHA256: idx,
-		ManifestDev: dev, ManifestIno: ino,
+		ManifestDev: dev, ManifestIno: ino, CorrelationID: x.correlation,
 	})
 }
 
