@@ -43,7 +43,25 @@ type AppendResult struct {
 // matching store.ErrNotResumable means base cannot be continued; any
 // error leaves dir to the caller, as Stage does.
 func StageAppend(ctx context.Context, base string, open OpenAppended, dir string, opt StageOptions) (res AppendResult, err error) {
+	// The source is opened (its unchanged prefix hashed, one sequential
+	// read) while base is copied: the two are independent until the first
+	// appended entry asks what w holds, and on two cores the refresh of a
+	// large session then takes the longer of the two, not their sum.
+	var w *store.Writer
+	type opened struct {
+		src readers.Source
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		src, err := open(func(id string) bool { return w.Has(id) })
+		ch <- opened{src, err}
+	}()
 	w, b, err := store.Resume(ctx, base, dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops})
+	o := <-ch
+	if o.src != nil {
+		defer o.src.Close()
+	}
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("stage %s: %w", dir, err)
 	}
@@ -52,11 +70,10 @@ func StageAppend(ctx context.Context, base string, open OpenAppended, dir string
 			err = fmt.Errorf("stage %s: %w", dir, cerr)
 		}
 	}()
-	src, err := open(w.Has)
-	if err != nil {
-		return AppendResult{}, fmt.Errorf("stage %s: %w", dir, err)
+	if o.err != nil {
+		return AppendResult{}, fmt.Errorf("stage %s: %w", dir, o.err)
 	}
-	defer src.Close()
+	src := o.src
 	h := src.Header()
 	if h.ID != b.Manifest.SessionID || wire.SourceFormat(h.Format) != b.Manifest.SourceFormat {
 		return AppendResult{}, fmt.Errorf("stage %s: the source is session %s (%s), the base store %s (%s): %w",
