@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,6 +44,14 @@ type CutoverSpec struct {
 	Journal *ledger.Journal
 	// Clock stamps the records; nil means time.Now.
 	Clock func() time.Time
+	// DeferQuarantineSync leaves the move of a displaced sidecar into the
+	// quarantine (directories made, the rename) and its displaced note
+	// unsynced: the caller syncs CutoverResult.SyncDirs and the journal
+	// once for its run, or not at all for a copy it then removes. The
+	// install itself is synced as ever; a crash before the caller's syncs
+	// can only leave the displaced copy at its backup name, where rollback
+	// and fsck look for it too.
+	DeferQuarantineSync bool
 }
 
 // CutoverResult says what Cutover did.
@@ -56,6 +65,10 @@ type CutoverResult struct {
 	// sidecar is installed and the old one kept, but not where it should
 	// be. fsck recognises the backup; a rollback of the run finds it.
 	Warning string
+	// SyncDirs, with CutoverSpec.DeferQuarantineSync, are the directories
+	// whose entries the move of the displaced sidecar changed: the
+	// session's directory and the quarantine's, from .pisess/ down.
+	SyncDirs []string
 }
 
 func (c CutoverSpec) check() error {
@@ -210,10 +223,28 @@ func Cutover(ctx context.Context, p verify.Passed, c CutoverSpec) (CutoverResult
 	}
 	q := ledger.QuarantinePath(c.Tree, c.CorrelationID, c.RelPath, kindDisplaced)
 	where, err := c.quarantineBackup(backup, q)
+	res := CutoverResult{Displaced: where}
 	if err != nil {
-		return CutoverResult{Displaced: where, Warning: err.Error()}, nil
+		res.Warning = err.Error()
 	}
-	return CutoverResult{Displaced: where}, nil
+	if c.DeferQuarantineSync {
+		res.SyncDirs = append(quarantineDirs(c.Tree, filepath.Dir(q)), filepath.Dir(c.SidecarDir))
+	}
+	return res, nil
+}
+
+// quarantineDirs lists dir and its parents up to the tree's .pisess/,
+// outermost first (dir lies under it: ledger.QuarantinePath).
+func quarantineDirs(tree, dir string) []string {
+	top := filepath.Join(tree, ledger.PisessDir)
+	var out []string
+	for d := filepath.Clean(dir); strings.HasPrefix(d, top) && d != filepath.Dir(d); d = filepath.Dir(d) {
+		out = append([]string{d}, out...)
+		if d == top {
+			break
+		}
+	}
+	return out
 }
 
 // Quarantine kinds (ledger.QuarantinePath's last name part).
@@ -249,11 +280,13 @@ func (c CutoverSpec) undoBackup(backup string, cause error) error {
 // quarantineBackup moves the backup into the quarantine and records it,
 // returning where the displaced store is.
 func (c CutoverSpec) quarantineBackup(backup, q string) (string, error) {
-	if err := mkdirQuarantine(c.Ops, c.Tree, filepath.Dir(q), c.OwnerUID, c.OwnerGID); err != nil {
+	ops := c.Ops
+	ops.DeferSync = ops.DeferSync || c.DeferQuarantineSync
+	if err := mkdirQuarantine(ops, c.Tree, filepath.Dir(q), c.OwnerUID, c.OwnerGID); err != nil {
 		return backup, fmt.Errorf("cutover committed, the old sidecar stays at %s: %w", backup, err)
 	}
 	durable.Failpoint(fpBeforeQuarantineBkp)
-	if err := c.Ops.RenameNoReplace(backup, q); err != nil {
+	if err := ops.RenameNoReplace(backup, q); err != nil {
 		if k, _ := lstatKind(backup); k == kindMissing {
 			return q, fmt.Errorf("cutover committed, the old sidecar is at %s: %w", q, err)
 		}
@@ -265,7 +298,11 @@ func (c CutoverSpec) quarantineBackup(backup, q string) (string, error) {
 		Path: c.SidecarDir, QuarantinePath: q,
 		Detail: "the sidecar this cutover replaced, kept for a rollback",
 	}
-	if err := c.Journal.Append(ledger.NoteRecord(n)); err != nil {
+	appendNote := c.Journal.Append
+	if c.DeferQuarantineSync {
+		appendNote = c.Journal.AppendUnsynced
+	}
+	if err := appendNote(ledger.NoteRecord(n)); err != nil {
 		return q, fmt.Errorf("cutover committed, the old sidecar is at %s but not recorded: %w", q, err)
 	}
 	durable.Failpoint(fpAfterDisplacedNote)

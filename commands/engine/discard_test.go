@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"pisess/ledger"
 	"pisess/readers/discover"
 	"pisess/verify"
+	"pisess/writers/durable"
 )
 
 // quarantineFiles counts the regular files under the tree's quarantine.
@@ -284,5 +287,64 @@ func TestRefreshDiscardBesideKept(t *testing.T) {
 	}
 	if _, err := os.Lstat(ledger.QuarantinePath(root, rep.CorrelationID, mustRel(t, root, appended), "displaced")); !os.IsNotExist(err) {
 		t.Fatalf("the reproducible copy was kept (%v)", err)
+	}
+}
+
+// TestRefreshQuarantineSyncs: the move of a displaced sidecar into the
+// quarantine is made durable only when the copy is kept, and then each
+// directory it changed is synced once, however many sessions share it.
+func TestRefreshQuarantineSyncs(t *testing.T) {
+	root := t.TempDir()
+	appended, last := migSession(t, root, "appended", 3)
+	kept1, _ := migSession(t, root, "kept1", 3)
+	kept2, _ := migSession(t, root, "kept2", 3)
+	migRun(t, migOptions(root))
+	var mu sync.Mutex
+	var synced map[string]int
+	opt := migOptions(root)
+	opt.Ops = durable.OS
+	opt.Ops.Sync = func(f *os.File) error {
+		mu.Lock()
+		synced[filepath.Clean(f.Name())]++
+		mu.Unlock()
+		return durable.OS.Sync(f)
+	}
+	underQuarantine := func(cid string) map[string]int {
+		out := map[string]int{}
+		for p, n := range synced {
+			if strings.HasPrefix(p, ledger.Quarantine(root, cid)) {
+				out[p] = n
+			}
+		}
+		return out
+	}
+
+	synced = map[string]int{}
+	migAppend(t, appended, migEntryLine("e0000100", last, "more"))
+	rewriteFirstMessage(t, kept1)
+	rewriteFirstMessage(t, kept2)
+	rep := migRun(t, opt)
+	for _, p := range []string{kept1, kept2} {
+		if s := migResult(t, rep, p); s.Outcome != OutcomeDone || s.Displaced == "" {
+			t.Fatalf("%s: %+v", p, s)
+		}
+	}
+	if s := migResult(t, rep, appended); s.Outcome != OutcomeDone || s.Displaced != "" {
+		t.Fatalf("appended: %+v", s)
+	}
+	proj := filepath.Dir(ledger.QuarantinePath(root, rep.CorrelationID, mustRel(t, root, kept1), "displaced"))
+	want := map[string]int{ledger.Quarantine(root, rep.CorrelationID): 1, proj: 1}
+	if got := underQuarantine(rep.CorrelationID); !maps.Equal(got, want) {
+		t.Fatalf("directories synced under the run's quarantine: %v, want %v", got, want)
+	}
+
+	synced = map[string]int{}
+	migAppend(t, appended, migEntryLine("e0000101", "e0000100", "more"))
+	rep = migRun(t, opt)
+	if s := migResult(t, rep, appended); s.Outcome != OutcomeDone || s.Displaced != "" {
+		t.Fatalf("appended again: %+v", s)
+	}
+	if got := underQuarantine(rep.CorrelationID); len(got) != 0 {
+		t.Fatalf("a run that kept nothing synced %v", got)
 	}
 }

@@ -73,6 +73,10 @@ type SessionResult struct {
 	// Incremental: the sidecar was refreshed by staging only the entries
 	// the source gained (refresh_incremental.go).
 	Incremental bool `json:"incremental,omitempty"`
+	// syncDirs are the directories the move of the displaced sidecar into
+	// the quarantine changed, synced once at the end of the run if the
+	// copy is kept (rollback.CutoverSpec.DeferQuarantineSync).
+	syncDirs []string
 }
 
 // Problem reports whether the session counts against a clean exit.
@@ -348,6 +352,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		for dir, stop := range emptied {
 			removeEmptyParents(dir, stop)
 		}
+		syncKeptDisplaced(env.Ops, rep.Sessions, log)
 		for _, c := range caches {
 			if err := c.save(opt.Ops); err != nil {
 				// Only work saved is lost: the next run reads the refused

@@ -453,7 +453,7 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 	cut, err := rollback.Cutover(ctx, passed, rollback.CutoverSpec{
 		SessionPath: s.Path, StagingDir: staging, SidecarDir: x.sidecar, Tree: s.Tree,
 		CorrelationID: x.correlation, RelPath: s.Rel, OwnerUID: uid, OwnerGID: gid,
-		Ops: env.Ops, Journal: env.Journal, Clock: env.Clock,
+		Ops: env.Ops, Journal: env.Journal, Clock: env.Clock, DeferQuarantineSync: true,
 	})
 	if err != nil {
 		if _, statErr := os.Lstat(staging); statErr != nil {
@@ -464,7 +464,7 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 	*installed = true
 	durable.Failpoint(fpAfterCutover)
 	x.remember(fp, m)
-	res.Displaced = cut.Displaced
+	res.Displaced, res.syncDirs = cut.Displaced, cut.SyncDirs
 	if cut.Warning != "" {
 		res.Notes = append(res.Notes, cut.Warning)
 	}
