@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 
 	"pisess/writers/durable"
@@ -103,6 +104,35 @@ type Journal struct {
 	path string
 	ops  durable.Ops
 	mu   sync.Mutex
+
+	// What one append learns spares the next ones of this Journal work
+	// (an append was ~14 system calls; issue 14): the tree's owner, that
+	// .pisess/ exists, and where the line it wrote whole ended. A journal
+	// still of that size and identity ends with that line: no torn tail
+	// to look for.
+	uid, gid int
+	ready    bool
+	end      journalEnd
+}
+
+// journalEnd identifies the journal file as an append left it.
+type journalEnd struct {
+	dev, ino uint64
+	size     int64
+}
+
+// journalEndOf returns what identifies the journal file now (ok false
+// when it is missing or not a regular file).
+func journalEndOf(path string) (journalEnd, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return journalEnd{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return journalEnd{}, false
+	}
+	return journalEnd{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size()}, true
 }
 
 // OpenJournal returns the journal of tree, an existing directory, using
@@ -181,37 +211,51 @@ func (j *Journal) append(rec Record, sync bool) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	dir := filepath.Dir(j.path)
-	uid, gid, err := j.ops.Owner(j.tree)
-	if err != nil {
-		return fmt.Errorf("journal append: %w", err)
-	}
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		if err := j.ops.MkdirPrivate(dir); err != nil {
+	if !j.ready {
+		dir := filepath.Dir(j.path)
+		uid, gid, err := j.ops.Owner(j.tree)
+		if err != nil {
 			return fmt.Errorf("journal append: %w", err)
 		}
-		if err := j.ops.ChownIfRoot(dir, uid, gid); err != nil {
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			if err := j.ops.MkdirPrivate(dir); err != nil {
+				return fmt.Errorf("journal append: %w", err)
+			}
+			if err := j.ops.ChownIfRoot(dir, uid, gid); err != nil {
+				return fmt.Errorf("journal append: %w", err)
+			}
+		}
+		j.uid, j.gid, j.ready = uid, gid, true
+	}
+	exists := true
+	now, found := journalEndOf(j.path)
+	if !found || now != j.end {
+		torn, ok, err := j.tornTail()
+		if err != nil {
 			return fmt.Errorf("journal append: %w", err)
 		}
-	}
-	torn, exists, err := j.tornTail()
-	if err != nil {
-		return fmt.Errorf("journal append: %w", err)
-	}
-	if torn {
-		if err := j.ops.AppendLine(j.path, []byte{'\n'}); err != nil {
-			return fmt.Errorf("journal append: terminate torn line: %w", err)
+		if torn {
+			if err := j.ops.AppendLine(j.path, []byte{'\n'}); err != nil {
+				return fmt.Errorf("journal append: terminate torn line: %w", err)
+			}
+			now.size++
 		}
+		exists = ok
 	}
 	ops := j.ops
 	ops.DeferSync = ops.DeferSync || (!sync && exists)
+	j.end = journalEnd{}
 	if err := ops.AppendLine(j.path, line); err != nil {
 		return fmt.Errorf("journal append: %w", err)
 	}
 	if !exists {
-		if err := j.ops.ChownIfRoot(j.path, uid, gid); err != nil {
+		if err := j.ops.ChownIfRoot(j.path, j.uid, j.gid); err != nil {
 			return fmt.Errorf("journal append: %w", err)
 		}
+		return nil // the next append looks at the new file
+	}
+	if found {
+		j.end = journalEnd{dev: now.dev, ino: now.ino, size: now.size + int64(len(line))}
 	}
 	return nil
 }
