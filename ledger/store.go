@@ -88,10 +88,15 @@ func AppendStoreEventsWith(ops durable.Ops, storeDir string, evs ...wire.Migrati
 	if err := ops.MkdirPrivate(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("append migration event: %w", err)
 	}
+	var lines []byte
 	for _, ev := range evs {
-		if err := ops.AppendLine(path, wire.AppendMigrationEvent(nil, ev)); err != nil {
-			return fmt.Errorf("append migration event: %w", err)
-		}
+		lines = wire.AppendMigrationEvent(lines, ev)
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	if err := ops.AppendLines(path, lines); err != nil {
+		return fmt.Errorf("append migration event: %w", err)
 	}
 	return nil
 }

@@ -261,6 +261,20 @@ func (o Ops) AppendLine(path string, line []byte) error {
 	if len(line) == 0 || line[len(line)-1] != '\n' || bytes.IndexByte(line[:len(line)-1], '\n') >= 0 {
 		return fmt.Errorf("append %s: not one newline-terminated line", path)
 	}
+	return o.appendLines(path, line)
+}
+
+// AppendLines is AppendLine for several whole lines at once (lines ends
+// with '\n'): one open, write and fsync for all of them, and a write that
+// fails part way is cut back to before the first.
+func (o Ops) AppendLines(path string, lines []byte) error {
+	if len(lines) == 0 || lines[len(lines)-1] != '\n' {
+		return fmt.Errorf("append %s: not newline-terminated lines", path)
+	}
+	return o.appendLines(path, lines)
+}
+
+func (o Ops) appendLines(path string, line []byte) error {
 	f, created, err := o.openCreate(path, unix.O_WRONLY|unix.O_APPEND)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", path, err)

@@ -354,6 +354,36 @@ func TestAppendLineFullDisk(t *testing.T) {
 	}
 }
 
+// AppendLines writes several lines with one write and one sync; a write
+// that fails part way leaves none of them.
+func TestAppendLines(t *testing.T) {
+	dir, _ := store(t)
+	path := filepath.Join(dir, "ledger.jsonl")
+	writeFile(t, path, "{\"n\":1}\n")
+	var log []string
+	if err := tracing(&log).AppendLines(path, []byte("{\"n\":2}\n{\"n\":3}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"write ledger.jsonl", "sync ledger.jsonl"}; !reflect.DeepEqual(log, want) {
+		t.Fatalf("steps\n got %q\nwant %q", log, want)
+	}
+	if got := readFile(t, path); got != "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n" {
+		t.Fatalf("content %q", got)
+	}
+	o := FaultyOps(FaultRule{Op: FaultWrite, Pattern: "ledger.jsonl", Err: syscall.ENOSPC})
+	if err := o.AppendLines(path, []byte("{\"n\":4,\"long\":\"enough to be cut\"}\n{\"n\":5}\n")); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("err = %v", err)
+	}
+	if got := readFile(t, path); got != "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n" {
+		t.Fatalf("part of the lines left: %q", got)
+	}
+	for _, bad := range []string{"", "no newline", "one\ntwo"} {
+		if err := OS.AppendLines(path, []byte(bad)); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
 func TestAppendLineRefusesSymlink(t *testing.T) {
 	dir, _ := store(t)
 	target := filepath.Join(t.TempDir(), "target")
