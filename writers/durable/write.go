@@ -167,7 +167,20 @@ func (o Ops) createExclusive(path string, flag int, removeLeftover bool) (*os.Fi
 // directory needs an fsync. An existing path must be a regular file: it is
 // opened O_NONBLOCK so that a FIFO planted there cannot hang us.
 func (o Ops) openCreate(path string, flag int) (f *os.File, created bool, err error) {
+	// The file usually exists (a journal, a ledger appended to): open it
+	// first, and create it only when it is missing.
 	for attempt := 0; attempt < 3; attempt++ {
+		f, err = o.openFile(path, flag|unix.O_NONBLOCK, 0)
+		if err == nil {
+			if err := requireRegular(f); err != nil {
+				f.Close()
+				return nil, false, err
+			}
+			return f, false, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, false, err
+		}
 		f, err = o.createExclusive(path, flag, false)
 		if err == nil {
 			return f, true, nil
@@ -175,18 +188,7 @@ func (o Ops) openCreate(path string, flag int) (f *os.File, created bool, err er
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, false, err
 		}
-		f, err = o.openFile(path, flag|unix.O_NONBLOCK, 0)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed between the two opens: create it
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		if err := requireRegular(f); err != nil {
-			f.Close()
-			return nil, false, err
-		}
-		return f, false, nil
+		// Created between the two opens: open it.
 	}
 	return nil, false, err
 }
