@@ -182,6 +182,18 @@ type Env struct {
 	// Refresh is the session's tree's refresh record (nil: every refresh
 	// is a full rebuild, and nothing is recorded).
 	Refresh *refreshRecords
+	// built, when set, is called once the session's store is built and
+	// verified, before its install waits on the disk (the seal, the
+	// journal sync, the cutover's directory syncs): runJobs then starts
+	// the next session's build (runJobs).
+	built func()
+}
+
+// yield tells runJobs the session no longer needs its build slot.
+func (e Env) yield() {
+	if e.built != nil {
+		e.built()
+	}
 }
 
 func (e Env) now() time.Time {
@@ -541,15 +553,29 @@ func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID stri
 	}
 	results := make([]SessionResult, len(jobs))
 	next := make(chan int)
+	// n sessions are built (read, staged, verified) at once; each one's
+	// install, which mostly waits on the disk, overlaps the next build: so
+	// twice as many workers as build slots (issue 14: with --jobs 1 the
+	// syncs of one session no longer stall the CPU work of the next).
+	slots := make(chan struct{}, n)
 	var wg sync.WaitGroup
-	for w := 0; w < n; w++ {
+	for w := 0; w < 2*n; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				slots <- struct{}{}
+				held := true
+				release := func() {
+					if held {
+						held = false
+						<-slots
+					}
+				}
 				e := env
-				e.Journal, e.Refresh = jobs[i].journal, jobs[i].refresh
+				e.Journal, e.Refresh, e.built = jobs[i].journal, jobs[i].refresh, release
 				results[i] = runSession(ctx, e, jobs[i].session, jobs[i].plan, correlationID)
+				release()
 				if progress != nil {
 					progress(results[i], jobs[i].session.Size)
 				}

@@ -439,6 +439,7 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("source state: %w", err))
 	}
 	durable.Failpoint(fpAfterSourceState)
+	env.yield()
 	if err := env.Ops.SealTree(staging); err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("staging: %w", err))
 	}
