@@ -115,10 +115,13 @@ type Journal struct {
 	end      journalEnd
 }
 
-// journalEnd identifies the journal file as an append left it.
+// journalEnd identifies the journal file as an append left it: its change
+// time moves with any write, so a file replaced or written by another has
+// another one even where its inode number and size were reused.
 type journalEnd struct {
 	dev, ino uint64
 	size     int64
+	ctime    syscall.Timespec
 }
 
 // journalEndOf returns what identifies the journal file now (ok false
@@ -132,7 +135,7 @@ func journalEndOf(path string) (journalEnd, bool) {
 	if !ok {
 		return journalEnd{}, false
 	}
-	return journalEnd{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size()}, true
+	return journalEnd{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size(), ctime: st.Ctim}, true
 }
 
 // OpenJournal returns the journal of tree, an existing directory, using
@@ -238,7 +241,7 @@ func (j *Journal) append(rec Record, sync bool) error {
 			if err := j.ops.AppendLine(j.path, []byte{'\n'}); err != nil {
 				return fmt.Errorf("journal append: terminate torn line: %w", err)
 			}
-			now.size++
+			now.size++ // the terminator
 		}
 		exists = ok
 	}
@@ -254,8 +257,9 @@ func (j *Journal) append(rec Record, sync bool) error {
 		}
 		return nil // the next append looks at the new file
 	}
-	if found {
-		j.end = journalEnd{dev: now.dev, ino: now.ino, size: now.size + int64(len(line))}
+	if after, ok := journalEndOf(j.path); ok && found && after.dev == now.dev && after.ino == now.ino &&
+		after.size == now.size+int64(len(line)) {
+		j.end = after // nothing but this line was written since the look
 	}
 	return nil
 }

@@ -352,6 +352,61 @@ func TestJournalReportsBadLinesAndHealsTornTail(t *testing.T) {
 	_ = tree
 }
 
+// A Journal remembers where its last line ended; a journal another writer
+// changed since (a whole line appended, or one torn), or replaced, is
+// looked at again before the next append.
+func TestJournalAppendAfterAnotherWriter(t *testing.T) {
+	for _, c := range []struct {
+		name, extra string
+		replace     bool
+	}{
+		{"a whole line appended", "{\"schema\":\"something.else\"}\n", false},
+		{"a torn line appended", "{\"schema\":\"some", false},
+		{"replaced by a torn file", "{\"schema\":\"some", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tree, j := newTree(t)
+			a := filepath.Join(tree, "a.jsonl")
+			if err := j.Append(EventRecord(event(wire.PhasePlanned, a, testCID))); err != nil {
+				t.Fatal(err)
+			}
+			first, err := os.ReadFile(j.Path())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.replace {
+				// Same size as the journal was, another file.
+				data := append([]byte(nil), first[:len(first)-len(c.extra)]...)
+				data = append(data, c.extra...)
+				if err := os.Remove(j.Path()); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(j.Path(), data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				f, err := os.OpenFile(j.Path(), os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.WriteString(c.extra)
+				f.Close()
+			}
+			if err := j.Append(EventRecord(event(wire.PhaseCompleted, a, testCID))); err != nil {
+				t.Fatal(err)
+			}
+			data, _ := os.ReadFile(j.Path())
+			if !bytes.HasSuffix(data, []byte("\n")) || bytes.Contains(data, []byte("\n\n")) {
+				t.Fatalf("journal %q", data)
+			}
+			recs, err := j.Records(testCID)
+			if err != nil || len(recs) == 0 || recs[len(recs)-1].Event == nil || recs[len(recs)-1].Event.Phase != wire.PhaseCompleted {
+				t.Fatalf("the last append is not a whole record: %+v %v", recs, err)
+			}
+		})
+	}
+}
+
 func TestUnfinished(t *testing.T) {
 	tree, j := newTree(t)
 	a, b, c, d := filepath.Join(tree, "a.jsonl"), filepath.Join(tree, "b.jsonl"), filepath.Join(tree, "c.jsonl"), filepath.Join(tree, "d.jsonl")
