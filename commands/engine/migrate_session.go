@@ -331,7 +331,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		}
 	}()
 
-	src, err := s.Open()
+	src, err := s.OpenToMigrate()
 	if err != nil {
 		return x.refusedOrFailed(res, err)
 	}

@@ -32,3 +32,20 @@ func (s *Session) Open() (readers.Source, error) {
 	}
 	return OpenSource(s.Path)
 }
+
+// OpenToMigrate is Open for a caller that reads every entry: a JSONL
+// source then decodes each entry once (jsonl.Options.Light), and the
+// reference's refusal of an entry may come from Next rather than here.
+func (s *Session) OpenToMigrate() (readers.Source, error) {
+	if s.Refusal != nil {
+		return nil, s.Refusal
+	}
+	if filepath.Ext(s.Path) == ExtJSONL {
+		src, err := jsonl.Open(s.Path, jsonl.Options{Light: true})
+		if err != nil {
+			return nil, err
+		}
+		return src, nil
+	}
+	return OpenSource(s.Path)
+}

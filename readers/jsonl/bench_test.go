@@ -97,8 +97,18 @@ func benchSession(b *testing.B) string {
 }
 
 // BenchmarkReadJSONL reads a ~200 MB session (both passes) and reports
-// throughput and the process's peak resident set.
+// throughput and the process's peak resident set: with a full pass 1, and
+// with a light one (Options.Light, what migration uses).
 func BenchmarkReadJSONL(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		opt  Options
+	}{{"full", Options{}}, {"light", Options{Light: true}}} {
+		b.Run(c.name, func(b *testing.B) { benchReadJSONL(b, c.opt) })
+	}
+}
+
+func benchReadJSONL(b *testing.B, opt Options) {
 	p := benchSession(b)
 	info, err := os.Stat(p)
 	if err != nil {
@@ -110,7 +120,7 @@ func BenchmarkReadJSONL(b *testing.B) {
 	b.ResetTimer()
 	var entries int
 	for b.Loop() {
-		s, err := Open(p, Options{})
+		s, err := Open(p, opt)
 		if err != nil {
 			b.Fatal(err)
 		}

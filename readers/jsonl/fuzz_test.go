@@ -18,7 +18,8 @@ const maxFuzzInput = 256 << 10
 // FuzzJSONLSource: whatever the file holds, the reader does not panic,
 // every failure is a classified *readers.RefusedError, and what it accepts
 // is well formed: ids in the V2 contract and unique, parents among the
-// entries, positions increasing, payloads present.
+// entries, positions increasing, payloads present; read with a light pass
+// 1, it gives the same entries or the same refusal.
 func FuzzJSONLSource(f *testing.F) {
 	vectors := fixtures.VectorsDir(f)
 	seeds, _ := filepath.Glob(filepath.Join(vectors, "*", "*", "source.jsonl"))
@@ -39,6 +40,8 @@ func FuzzJSONLSource(f *testing.F) {
 		for _, opt := range []Options{{}, {AllowLegacy: true}} {
 			checkFuzzRead(t, p, opt, int64(len(data)))
 		}
+		// A light pass 1 gives the same answer (Options.Light).
+		checkSameAnswer(t, p)
 	})
 }
 

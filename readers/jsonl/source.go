@@ -20,6 +20,14 @@ type Options struct {
 	// upgrade, inspection). Migration leaves it false: the reference
 	// migrates version 3 only.
 	AllowLegacy bool
+	// Light makes pass 1 read of each entry only what links the entries
+	// (its id and parent, scanLinkIDs) and leaves the typed check to pass
+	// 2, which decodes every entry anyway (issue 14: one decode per entry,
+	// not two). The refusal is still the one the reference would give:
+	// pass 1 starts over as a full pass at the first problem it meets, and
+	// pass 2 refuses the first entry the model does not accept (from Next,
+	// not Open). Migration uses it; inspection does not.
+	Light bool
 }
 
 // Source streams the entries of one JSONL session. It is not safe for
@@ -40,30 +48,49 @@ type Source struct {
 	// a Decoder's entry lives until its next Decode, and fetch runs while
 	// a pass-2 entry is still being resolved.
 	dec, fdec payload.Decoder
+	// light: pass 1 was light (Options.Light), so pass 2 is the first to
+	// decode the entries.
+	light bool
 }
 
 var _ readers.Source = (*Source)(nil)
 
 // Open opens the session at path and checks all of it (pass 1): any reason
 // the reference would refuse the session is returned here as a
-// *readers.RefusedError, positioned at its line.
+// *readers.RefusedError, positioned at its line (with Options.Light, a
+// refusal of one entry's content comes from Next instead).
 func Open(path string, opt Options) (*Source, error) {
 	f, info, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{path: path, f: f, info: info, graph: &normalize.Builder{Path: path, Unit: "line"}}
-	s.lr = normalize.NewLineReader(io.NewSectionReader(f, 0, math.MaxInt64), normalize.LineBufferSize, MaxLineBytes, true)
-	if err := s.scan(opt); err != nil {
+	s := &Source{path: path, f: f, info: info}
+	s.startPass1()
+	err = s.scan(opt)
+	if err != nil && opt.Light {
+		// Whatever the light pass met, the full pass names the line and
+		// reason the reference would.
+		s.lr.Release()
+		s.startPass1()
+		opt.Light = false
+		err = s.scan(opt)
+	}
+	if err != nil {
 		s.Close()
 		return nil, err
 	}
+	s.light = opt.Light
 	// Pass 2 reads through pass 1's buffers, and is not hashed: the file's
 	// status, unchanged from its open to the end of pass 2, proves it
 	// read the bytes pass 1 hashed (as pi's own freshness check trusts
 	// the file identity without hashing, FORMAT.md §8).
 	s.lr.Restart(io.NewSectionReader(f, 0, math.MaxInt64), false)
 	return s, nil
+}
+
+func (s *Source) startPass1() {
+	s.graph = &normalize.Builder{Path: s.path, Unit: "line"}
+	s.lr = normalize.NewLineReader(io.NewSectionReader(s.f, 0, math.MaxInt64), normalize.LineBufferSize, MaxLineBytes, true)
 }
 
 // Header returns the session header.
@@ -109,7 +136,8 @@ func (s *Source) Close() error {
 
 // Next returns the next entry, in file order, or io.EOF after the last. Any
 // other error is a *readers.RefusedError (class io when the file changed
-// since Open) and is final. Whether the file stayed the bytes Open checked
+// since Open, or the reference's refusal of the entry after a light pass
+// 1) and is final. Whether the file stayed the bytes Open checked
 // is known only at the end: entries are trustworthy once Next has returned
 // io.EOF, and a caller that gets an error instead discards what it built.
 func (s *Source) Next() (readers.Entry, error) {
@@ -145,7 +173,13 @@ func (s *Source) next() (readers.Entry, error) {
 		}
 		e, err := s.dec.Decode(line)
 		if err != nil {
-			return readers.Entry{}, s.changed(n)
+			if !s.light {
+				return readers.Entry{}, s.changed(n)
+			}
+			if err := s.unchanged(); err != nil {
+				return readers.Entry{}, err
+			}
+			return readers.Entry{}, s.entryRefusal(n, line, err)
 		}
 		id, synthesized, err := s.graph.Resolve(n, e)
 		if err != nil {
@@ -188,6 +222,13 @@ func (s *Source) scan(opt Options) error {
 		}
 		if rustTrimEmpty(line) {
 			continue
+		}
+		if opt.Light {
+			if l, ok := scanLinkIDs(line); ok {
+				// The line's bytes, not copied: AddLinks keeps none.
+				s.graph.AddLinks(lr.Line(), start, bytesString(l.id), l.hasID, bytesString(l.parent), l.hasParent)
+				continue
+			}
 		}
 		e, err := s.dec.Decode(line)
 		if err != nil {

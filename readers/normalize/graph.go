@@ -112,34 +112,41 @@ type duplicate struct {
 // and reported by Finish, after every entry has parsed, as the reference
 // reports it.
 func (b *Builder) Add(pos, loc int64, e *payload.Entry) {
+	b.AddLinks(pos, loc, e.ID, e.HasID, e.ParentID, e.HasParent)
+}
+
+// AddLinks is Add for an entry known by its id and parent alone (hasID,
+// hasParent: present and not null). Neither string is retained: they may
+// alias a buffer the caller reuses.
+func (b *Builder) AddLinks(pos, loc int64, entryID string, hasID bool, parentID string, hasParent bool) {
 	i := int32(len(b.id))
 	var flags uint8
 	parent := int32(noParent)
-	if e.HasParent {
+	if hasParent {
 		flags = fParent
 		// A parent named before its entry (pi's order) is linked now; any
 		// other waits for Finish, which links it after synthesizing ids.
-		if p := b.lookup(e.ParentID); p >= 0 {
+		if p := b.lookup(parentID); p >= 0 {
 			parent = p
 		} else {
 			parent = pendingBase - int32(len(b.pending))
-			b.pending = append(b.pending, b.ids.add(e.ParentID))
+			b.pending = append(b.pending, b.ids.add(parentID))
 		}
 	}
 	var id ref
 	first := false
 	switch {
-	case !e.HasID:
+	case !hasID:
 		b.locs = append(b.locs, idless{node: i, loc: loc})
 	default:
 		flags |= fExplicit
-		if j := b.lookup(e.ID); j >= 0 {
+		if j := b.lookup(entryID); j >= 0 {
 			id = b.id[j] // the same bytes: no need to store them twice
 			if b.dup == nil {
-				b.dup = &duplicate{id: e.ID, first: b.posAt(int(j)), second: pos}
+				b.dup = &duplicate{id: strings.Clone(entryID), first: b.posAt(int(j)), second: pos}
 			}
 		} else {
-			id, first = b.ids.add(e.ID), true
+			id, first = b.ids.add(entryID), true
 		}
 	}
 	b.id = append(b.id, id)
