@@ -15,6 +15,7 @@ import (
 	"pisess/readers"
 	"pisess/readers/normalize"
 	"pisess/readers/payload"
+	"pisess/writers/bufpool"
 	"pisess/writers/wire"
 )
 
@@ -58,6 +59,10 @@ type AppendSource struct {
 
 var _ readers.Source = (*AppendSource)(nil)
 
+// prefixBuffers are the read buffers of the prefix hash, reused from
+// refresh to refresh.
+var prefixBuffers = bufpool.NewBytes(1 << 20)
+
 // OpenAppend opens the session at path for the entries after opt.Offset.
 // Its header is read again (line 1, inside the prefix); the prefix must
 // hash to opt.SHA256 and end with a newline, or the error matches
@@ -89,7 +94,8 @@ func (s *AppendSource) open() error {
 		return err
 	}
 	s.sum = sha256.New()
-	buf := make([]byte, 1<<20)
+	buf := prefixBuffers.Get()
+	defer prefixBuffers.Put(buf)
 	var last byte
 	for off := int64(0); off < s.opt.Offset; {
 		n, err := s.f.ReadAt(buf[:min(int64(len(buf)), s.opt.Offset-off)], off)

@@ -78,3 +78,36 @@ func (p *Writers) Put(w *bufio.Writer) {
 	default:
 	}
 }
+
+// Bytes is a free list of byte slices of one size.
+type Bytes struct {
+	size int
+	free chan []byte
+}
+
+// NewBytes makes a free list of slices of size bytes.
+func NewBytes(size int) *Bytes {
+	return &Bytes{size: size, free: make(chan []byte, keep)}
+}
+
+// Get returns a slice of the list's size (its bytes are whatever they were).
+func (p *Bytes) Get() []byte {
+	select {
+	case b := <-p.free:
+		return b
+	default:
+		return make([]byte, p.size)
+	}
+}
+
+// Put hands b back (dropped when the list is full or b is not of the
+// list's size).
+func (p *Bytes) Put(b []byte) {
+	if len(b) != p.size {
+		return
+	}
+	select {
+	case p.free <- b:
+	default:
+	}
+}

@@ -50,3 +50,21 @@ func TestWritersBounded(t *testing.T) {
 		t.Fatalf("wrote %q", buf.String())
 	}
 }
+
+func TestBytesReuse(t *testing.T) {
+	p := NewBytes(4096)
+	b := p.Get()
+	if len(b) != 4096 {
+		t.Fatalf("len %d", len(b))
+	}
+	p.Put(b)
+	runtime.GC()
+	runtime.GC()
+	if got := p.Get(); &got[0] != &b[0] {
+		t.Fatal("the slice handed back was not reused")
+	}
+	p.Put(make([]byte, 10)) // another size: dropped
+	if got := p.Get(); len(got) != 4096 {
+		t.Fatalf("got %d bytes", len(got))
+	}
+}

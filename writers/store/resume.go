@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 
+	"pisess/writers/bufpool"
 	"pisess/writers/idgraph"
 	"pisess/writers/wire"
 )
@@ -99,7 +100,7 @@ func (w *Writer) copyFrom(ctx context.Context, base string) (Base, error) {
 		return Base{}, err
 	}
 	c := &baseCopy{w: w, base: base, sum: sha256.New()}
-	defer c.closeSource()
+	defer c.release()
 	if err := c.run(ctx); err != nil {
 		return Base{}, err
 	}
@@ -190,8 +191,11 @@ func (c *baseCopy) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w.idx, w.idxBuf = idx, bufio.NewWriterSize(idx, bufferSize/4)
-	r := bufio.NewReaderSize(f, 64<<10)
+	w.idx, w.idxBuf = idx, idxBufPool.Get()
+	w.idxBuf.Reset(idx)
+	r := baseIndexReaders.Get()
+	defer baseIndexReaders.Put(r)
+	r.Reset(f)
 	var frame []byte
 	for n := uint64(1); ; n++ {
 		if n%1024 == 0 {
@@ -326,10 +330,9 @@ func (c *baseCopy) nextSource(seq uint64) error {
 	}
 	c.src, c.srcSize, c.srcSeq = f, size, seq
 	if c.srcBuf == nil {
-		c.srcBuf = bufio.NewReaderSize(f, bufferSize)
-	} else {
-		c.srcBuf.Reset(f)
+		c.srcBuf = baseSegmentReaders.Get()
 	}
+	c.srcBuf.Reset(f)
 	return nil
 }
 
@@ -339,3 +342,18 @@ func (c *baseCopy) closeSource() {
 		c.src = nil
 	}
 }
+
+// release hands the copy's read buffer back.
+func (c *baseCopy) release() {
+	c.closeSource()
+	baseSegmentReaders.Put(c.srcBuf)
+	c.srcBuf = nil
+}
+
+// The read buffers of base copies, reused from refresh to refresh as the
+// writer's are (a refresh of a small session otherwise allocated and
+// zeroed 1.3 MB of buffers).
+var (
+	baseSegmentReaders = bufpool.NewReaders(bufferSize)
+	baseIndexReaders   = bufpool.NewReaders(64 << 10)
+)
