@@ -134,9 +134,9 @@ func syncKeptDisplaced(ops durable.Ops, sessions []SessionResult, log zerolog.Lo
 
 // builtByPisess reports whether the store's own ledger ends with a
 // completed event of a pisess run: the run the refresh record names, when
-// the record is about this very store (about), else one the tree journal knows
-// (known reads it, once per run and only when a record cannot answer: the
-// journal grows with every run, and prune drops old runs from it).
+// the record is about this very store (about), else one the tree journal
+// knows (known reads it, once per run and only when a record cannot
+// answer: the journal grows with every run, and prune drops old runs).
 func builtByPisess(store string, jb job, about bool, known func() map[string]bool) (bool, error) {
 	evs, err := ledger.ReadStoreEvents(store)
 	if err != nil {
@@ -161,10 +161,10 @@ func builtByPisess(store string, jb job, about bool, known func() map[string]boo
 // sourceStillHolds reports whether the session file begins with the bytes
 // the displaced store q was built from (length and SHA-256). Its
 // source-state fingerprint says which, unless pi marked it dirty (which
-// drops the fingerprint, FORMAT.md §8: the everyday case); then the refresh
-// record the run found says it, when the record is about q (about). An incremental refresh has
-// already proved that the source begins with the record's bytes: those
-// are not hashed again.
+// drops the fingerprint, FORMAT.md §8: the everyday case); then the
+// refresh record the run found says it, when the record is about q
+// (about). An incremental refresh has already proved that the source
+// begins with the record's bytes: those are not hashed again.
 func sourceStillHolds(q string, jb job, about, incremental bool) (bool, error) {
 	bytes, sum, ok := builtFrom(q, jb, about)
 	if !ok {

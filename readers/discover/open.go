@@ -10,10 +10,12 @@ import (
 // OpenSource opens the session file at path with the reader of its format,
 // chosen by extension (FORMAT.md §10): a *jsonl.Source for .jsonl (version
 // 3 only, as the reference migrates). Refusals are *readers.RefusedError.
-func OpenSource(path string) (readers.Source, error) {
+func OpenSource(path string) (readers.Source, error) { return openSource(path, jsonl.Options{}) }
+
+func openSource(path string, opt jsonl.Options) (readers.Source, error) {
 	switch filepath.Ext(path) {
 	case ExtJSONL:
-		src, err := jsonl.Open(path, jsonl.Options{})
+		src, err := jsonl.Open(path, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -40,12 +42,5 @@ func (s *Session) OpenToMigrate() (readers.Source, error) {
 	if s.Refusal != nil {
 		return nil, s.Refusal
 	}
-	if filepath.Ext(s.Path) == ExtJSONL {
-		src, err := jsonl.Open(s.Path, jsonl.Options{Light: true})
-		if err != nil {
-			return nil, err
-		}
-		return src, nil
-	}
-	return OpenSource(s.Path)
+	return openSource(s.Path, jsonl.Options{Light: true})
 }
