@@ -107,7 +107,7 @@ func TestCrashMigrate(t *testing.T) {
 	crashMustReach(t, hits,
 		"engine.before-stage", "engine.after-stage", "engine.before-verify", "engine.after-verify",
 		"engine.before-source-state", "engine.after-source-state", "engine.before-cutover", "engine.after-cutover",
-		"engine.after-completed",
+		"engine.after-completed", "engine.before-discards", "engine.after-discards",
 		"rollback.before-backup-rename", "rollback.after-backup-rename", "rollback.before-install-rename",
 		"rollback.after-install-rename", "rollback.before-quarantine-backup", "rollback.after-quarantine-backup",
 		"rollback.after-displaced-note", "engine.after-staging-seal", "durable.before-sync", "durable.before-rename")

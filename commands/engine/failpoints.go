@@ -20,6 +20,11 @@ const (
 	fpBeforeCutover     = "engine.before-cutover"      // the source's fingerprint re-checked: about to cut over
 	fpAfterCutover      = "engine.after-cutover"       // installed, completed not yet recorded
 	fpAfterCompleted    = "engine.after-completed"     // completed recorded, session lock still held
+	// After the last session of a run: the displaced sidecars of its
+	// refreshes are judged, the reproducible ones removed, the moves of
+	// the kept ones made durable (one sync per directory).
+	fpBeforeDiscards = "engine.before-discards" // every session done, the journal synced
+	fpAfterDiscards  = "engine.after-discards"  // reproducible copies removed, kept ones synced
 )
 
 func init() {
@@ -29,6 +34,7 @@ func init() {
 		fpBeforeSourceState, fpAfterSourceState, fpAfterStagingSeal,
 		fpBeforeCutover, fpAfterCutover,
 		fpAfterCompleted,
+		fpBeforeDiscards, fpAfterDiscards,
 	} {
 		durable.Register(name)
 	}

@@ -318,6 +318,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		}
 	}
 	if !opt.DryRun {
+		durable.Failpoint(fpBeforeDiscards)
 		known := map[*ledger.Journal]map[string]bool{}
 		var discards []discard
 		for i, jb := range jobs {
@@ -365,6 +366,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			removeEmptyParents(dir, stop)
 		}
 		syncKeptDisplaced(env.Ops, rep.Sessions, log)
+		durable.Failpoint(fpAfterDiscards)
 		for _, c := range caches {
 			if err := c.save(opt.Ops); err != nil {
 				// Only work saved is lost: the next run reads the refused
