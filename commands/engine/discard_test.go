@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,10 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"pisess/fixtures"
+	"pisess/fixtures/trees"
 	"pisess/ledger"
 	"pisess/readers/discover"
 	"pisess/verify"
@@ -346,5 +351,35 @@ func TestRefreshQuarantineSyncs(t *testing.T) {
 	}
 	if got := underQuarantine(rep.CorrelationID); len(got) != 0 {
 		t.Fatalf("a run that kept nothing synced %v", got)
+	}
+}
+
+// TestRefreshQuarantineSyncFails: when the sync that makes a kept copy's
+// move durable fails, the refresh stands (it was installed with its own
+// syncs), the copy is in the quarantine, and the log says the move may
+// not survive a crash.
+func TestRefreshQuarantineSyncFails(t *testing.T) {
+	root := t.TempDir()
+	path, _ := migSession(t, root, "kept", 3)
+	migRun(t, migOptions(root))
+	rewriteFirstMessage(t, path)
+	opt := migOptions(root)
+	opt.Ops = durable.FaultyOps(durable.FaultRule{Op: durable.FaultSync,
+		Pattern: filepath.Join(root, ledger.PisessDir, ledger.QuarantineDir, "*", trees.CwdDir), Err: syscall.EIO})
+	var logs bytes.Buffer
+	ctx := zerolog.New(&logs).WithContext(context.Background())
+	rep, err := Migrate(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := migResult(t, rep, path)
+	if s.Outcome != OutcomeDone || s.Displaced == "" {
+		t.Fatalf("%+v", s)
+	}
+	if _, err := os.Stat(filepath.Join(s.Displaced, "manifest.json")); err != nil {
+		t.Fatalf("the kept copy is not in the quarantine: %v", err)
+	}
+	if !strings.Contains(logs.String(), "may not survive a crash") || !strings.Contains(logs.String(), "input/output error") {
+		t.Fatalf("log: %s", logs.String())
 	}
 }
