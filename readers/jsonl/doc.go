@@ -28,4 +28,11 @@
 // them is refused (class io), so SHA256, Size and FileInfo describe
 // exactly the bytes the entries came from. The file is opened
 // O_RDONLY|O_NOFOLLOW and never written.
+//
+// With Options.Light (migration, which reads every entry anyway), pass 1
+// reads of each line only its top-level id and parentId (scanLinkIDs) and
+// pass 2 is the one decode of each entry. The answer is the same: any
+// problem pass 1 meets makes it start over as the full pass, and pass 2
+// refuses the first entry the typed model rejects, so the refusal names
+// the line and reason the reference gives, from Next instead of Open.
 package jsonl
