@@ -63,7 +63,9 @@ type Entry struct {
 }
 
 // Source is a streaming reader of one session. Next returns io.EOF after the
-// last entry; any other error is final.
+// last entry; any other error is final. An entry Next returns is its
+// caller's: no later call reuses its payload (writers.Stage reads ahead
+// on one goroutine while it writes the entries before on another).
 type Source interface {
 	Header() Header
 	Next() (Entry, error)

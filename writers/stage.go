@@ -91,26 +91,30 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 		}
 	}()
 	var digest wire.EntryDigest
-	for {
+	batches, stop := readAhead(ctx, src)
+	defer stop()
+	for b := range batches {
+		for _, e := range b.entries {
+			digest.Add(e.ID, e.ParentID, e.Type)
+			row, err := w.Append(e.ID, e.ParentID, e.Type, e.Payload)
+			if err != nil {
+				return StageResult{}, fmt.Errorf("stage %s: entry %d (%s): %w", dir, e.Position, e.ID, err)
+			}
+			if opt.Progress != nil {
+				opt.Progress(int64(row.ByteLength))
+			}
+		}
+		if errors.Is(b.err, io.EOF) {
+			break
+		}
 		if err := ctx.Err(); err != nil {
 			return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
 		}
-		e, err := src.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return StageResult{}, fmt.Errorf("stage %s: read source: %w", dir, err)
-		}
-		digest.Add(e.ID, e.ParentID, e.Type)
-		row, err := w.Append(e.ID, e.ParentID, e.Type, e.Payload)
-		if err != nil {
-			return StageResult{}, fmt.Errorf("stage %s: entry %d (%s): %w", dir, e.Position, e.ID, err)
-		}
-		if opt.Progress != nil {
-			opt.Progress(int64(row.ByteLength))
+		if b.err != nil {
+			return StageResult{}, fmt.Errorf("stage %s: read source: %w", dir, b.err)
 		}
 	}
+	stop()
 	st, err := finish(w, h, opt)
 	if err != nil {
 		return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)

@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -302,6 +304,115 @@ func TestStageVerifiedTakesTheSourcesWord(t *testing.T) {
 			ps, _ := st.CheckSummary()
 			if !strings.Contains(fmt.Sprint(ps), tc.problems) {
 				t.Fatalf("check found %v, want a problem naming %q", ps, tc.problems)
+			}
+		})
+	}
+}
+
+// watchedSource is a sliceSource that counts its reads and notes any read
+// made after the test said the stage was over.
+type watchedSource struct {
+	sliceSource
+	reads, late atomic.Int64
+	over        atomic.Bool
+}
+
+func (s *watchedSource) Next() (readers.Entry, error) {
+	s.reads.Add(1)
+	if s.over.Load() {
+		s.late.Add(1)
+	}
+	return s.sliceSource.Next()
+}
+
+// chainOf returns the entries' hash chain.
+func chainOf(entries []readers.Entry) string {
+	chain := wire.ChainGenesis
+	for _, e := range entries {
+		chain = wire.ChainStep(chain, wire.PayloadSHA256(e.Payload))
+	}
+	return chain
+}
+
+// TestStageReadAhead: the source is read ahead on a goroutine of its own,
+// in batches; every entry still lands in order, and once Stage returns,
+// for success or failure, the source is read no more (its caller closes
+// it and hashes it next) and was not read to its end after a write failed.
+func TestStageReadAhead(t *testing.T) {
+	const n = 3*aheadEntries + 17
+	var entries []readers.Entry
+	for i := 0; i < n; i++ {
+		parent := ""
+		if i > 0 {
+			parent = entries[i-1].ID
+		}
+		entries = append(entries, entry(fmt.Sprintf("e%05d", i), parent))
+	}
+	tests := []struct {
+		name    string
+		entries []readers.Entry
+		err     error
+		ctx     func(t *testing.T, src *watchedSource) context.Context
+		want    func(error) bool
+	}{
+		{"whole", entries, nil, nil, func(err error) bool { return err == nil }},
+		{"source error after several batches", entries, errors.New("disk gone"), nil,
+			func(err error) bool { return err != nil && strings.Contains(err.Error(), "disk gone") }},
+		{"write error early", append(append(slices.Clone(entries[:5]), entry("bad id", entries[4].ID)), entries[6:]...), nil, nil,
+			func(err error) bool { return err != nil && strings.Contains(err.Error(), "bad id") }},
+		{"canceled while reading", entries, nil, func(t *testing.T, src *watchedSource) context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			go func() {
+				for src.reads.Load() < aheadEntries+3 {
+					time.Sleep(100 * time.Microsecond)
+				}
+				cancel()
+			}()
+			return ctx
+		}, func(err error) bool { return errors.Is(err, context.Canceled) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := &watchedSource{sliceSource: sliceSource{header: readers.Header{ID: sessionID, Format: readers.FormatJSONLv3},
+				entries: tt.entries, err: tt.err}}
+			ctx := context.Background()
+			if tt.ctx != nil {
+				ctx = tt.ctx(t, src)
+			}
+			dir := filepath.Join(t.TempDir(), "s.v2.staging.x")
+			res, err := Stage(ctx, src, dir, StageOptions{Clock: clock})
+			src.over.Store(true)
+			if !tt.want(err) {
+				t.Fatalf("err = %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+			if late := src.late.Load(); late != 0 {
+				t.Errorf("the source was read %d times after Stage returned", late)
+			}
+			if tt.name == "write error early" && src.reads.Load() >= int64(n) {
+				t.Errorf("the source was read to its end (%d reads) after the write failed at entry 6", src.reads.Load())
+			}
+			if err != nil {
+				return
+			}
+			if res.Entries != n || res.ChainHash != chainOf(tt.entries) {
+				t.Errorf("staged %d entries, chain %s; want %d, %s", res.Entries, res.ChainHash, n, chainOf(tt.entries))
+			}
+			st, err := store.Open(dir, store.ReadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			it := st.Entries()
+			defer it.Close()
+			i := 0
+			for ; it.Next(); i++ {
+				if f := it.Frame(); f.EntryID != tt.entries[i].ID || f.EntrySeq != uint64(i+1) {
+					t.Fatalf("frame %d is %s (seq %d)", i+1, f.EntryID, f.EntrySeq)
+				}
+			}
+			if it.Err() != nil || i != n {
+				t.Errorf("read back %d frames: %v", i, it.Err())
 			}
 		})
 	}
