@@ -2,9 +2,7 @@ package normalize
 
 import (
 	"bufio"
-	"crypto/sha256"
 	"errors"
-	"hash"
 	"io"
 
 	"pisess/writers/bufpool"
@@ -32,12 +30,12 @@ type LineReader struct {
 	limit int
 	off   int64 // offset of the next byte
 	line  int64 // number of the line last returned (1-based)
-	sum   hash.Hash
+	sum   *asyncHash
 }
 
 // NewLineReader reads r through a buffer of bufSize bytes, refusing lines
 // whose content (newline excluded) exceeds limit; hashed keeps a SHA-256 of
-// the bytes consumed, for [LineReader.Digest].
+// the bytes consumed (on a helper goroutine), for [LineReader.Digest].
 func NewLineReader(r io.Reader, bufSize, limit int, hashed bool) *LineReader {
 	var br *bufio.Reader
 	if bufSize == LineBufferSize {
@@ -48,7 +46,7 @@ func NewLineReader(r io.Reader, bufSize, limit int, hashed bool) *LineReader {
 	}
 	lr := &LineReader{r: br, limit: limit}
 	if hashed {
-		lr.sum = sha256.New()
+		lr.sum = newAsyncHash()
 	}
 	return lr
 }
@@ -66,11 +64,14 @@ func (lr *LineReader) Restart(r io.Reader, hashed bool) {
 	lr.off, lr.line = 0, 0
 	switch {
 	case !hashed:
+		if lr.sum != nil {
+			lr.sum.release()
+		}
 		lr.sum = nil
 	case lr.sum != nil:
-		lr.sum.Reset()
+		lr.sum.reset()
 	default:
-		lr.sum = sha256.New()
+		lr.sum = newAsyncHash()
 	}
 }
 
@@ -79,6 +80,10 @@ func (lr *LineReader) Restart(r io.Reader, hashed bool) {
 func (lr *LineReader) Release() {
 	readerPool.Put(lr.r)
 	lr.r = nil
+	if lr.sum != nil {
+		lr.sum.release()
+		lr.sum = nil
+	}
 }
 
 // Next returns the next line with its "\n" when it has one (only the last
@@ -96,7 +101,7 @@ func (lr *LineReader) Next() (line []byte, start int64, err error) {
 		chunk, err := lr.r.ReadSlice('\n')
 		if len(chunk) > 0 {
 			if lr.sum != nil {
-				lr.sum.Write(chunk)
+				lr.sum.write(chunk)
 			}
 			lr.off += int64(len(chunk))
 		}
@@ -148,7 +153,7 @@ func (lr *LineReader) Line() int64 { return lr.line }
 // reader was made hashed).
 func (lr *LineReader) Digest() (d [32]byte) {
 	if lr.sum != nil {
-		lr.sum.Sum(d[:0])
+		d = lr.sum.sum()
 	}
 	return d
 }
