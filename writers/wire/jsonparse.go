@@ -472,7 +472,7 @@ func (p *parser) str() error {
 		return nil
 	}
 	buf := p.t.unesc
-	ustart := len(buf)
+	ustart, rawStart, canon := len(buf), start, true
 	for {
 		p.i, _ = plainRun(p.b, p.i)
 		if p.i >= len(p.b) {
@@ -486,11 +486,13 @@ func (p *parser) str() error {
 			if !utf8.Valid(buf[ustart:]) {
 				return p.err(msgInvalidUTF8)
 			}
-			p.leaf(node{kind: KindString, esc: true, start: int32(ustart), end: int32(len(buf)), x: StrWord(buf[ustart:])})
+			p.leaf(node{kind: KindString, esc: true, canon: canon, start: int32(ustart), end: int32(len(buf)),
+				rawStart: int32(rawStart), rawEnd: int32(p.i - 1), x: StrWord(buf[ustart:])})
 			return nil
 		case '\\':
 			buf = append(buf, p.b[start:p.i]...)
 			p.i++
+			canon = canon && canonicalEscape(p.b, p.i)
 			var err error
 			if buf, err = p.escape(buf); err != nil {
 				return err
@@ -556,6 +558,38 @@ func specialBytes(x uint64) uint64 {
 	q := x ^ (lsbs * '"')
 	s := x ^ (lsbs * '\\')
 	return ((x-lsbs*0x20)&^x | (q-lsbs)&^q | (s-lsbs)&^s) & msbs
+}
+
+// canonicalEscape reports whether the escape whose letter is at b[i] is
+// the one appendString writes for the character it stands for: \" \\ \b
+// \f \n \r \t, or \u00xx (lower-case hex) for another C0 control. Pi's
+// JSON.stringify writes exactly these, so most escaped strings are copied
+// as they stand into a canonical payload instead of being escaped again.
+func canonicalEscape(b []byte, i int) bool {
+	if i >= len(b) {
+		return false
+	}
+	switch b[i] {
+	case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		return true
+	case 'u':
+		if len(b)-i < 5 || b[i+1] != '0' || b[i+2] != '0' || (b[i+3] != '0' && b[i+3] != '1') {
+			return false
+		}
+		lo := b[i+4]
+		var c byte
+		switch {
+		case lo >= '0' && lo <= '9':
+			c = lo - '0'
+		case lo >= 'a' && lo <= 'f':
+			c = lo - 'a' + 10
+		default:
+			return false
+		}
+		c |= (b[i+3] - '0') << 4
+		return c != '\b' && c != '\f' && c != '\n' && c != '\r' && c != '\t'
+	}
+	return false
 }
 
 func (p *parser) escape(buf []byte) ([]byte, error) {

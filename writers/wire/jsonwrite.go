@@ -364,11 +364,15 @@ func (t *Tape) AppendCanonical(dst []byte, i int) []byte {
 // AppendString appends string node i as a JSON string literal.
 func (t *Tape) AppendString(dst []byte, i int) []byte {
 	n := &t.nodes[i]
-	if n.esc {
+	start, end := n.start, n.end
+	switch {
+	case n.esc && n.canon:
+		start, end = n.rawStart, n.rawEnd
+	case n.esc:
 		return appendString(dst, t.unesc[n.start:n.end])
 	}
 	dst = append(dst, '"')
-	dst = append(dst, t.text[n.start:n.end]...)
+	dst = append(dst, t.text[start:end]...)
 	return append(dst, '"')
 }
 

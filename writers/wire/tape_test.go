@@ -218,3 +218,23 @@ func TestPlainRun(t *testing.T) {
 		}
 	}
 }
+
+// TestTapeStringLiterals: a string literal written from the tape is the
+// one appendString writes for its content, whether its escapes are the
+// canonical ones (copied as written) or not (escaped again).
+func TestTapeStringLiterals(t *testing.T) {
+	for _, lit := range []string{
+		`"plain"`, `"a\nb"`, `"q\"\\\b\f\n\r\t"`, `"\u0000\u001f\u0001\u007f"`, `"\u001F"`, `"\u0008"`,
+		`"\u0009\u000a\u000c\u000d"`, `"\/"`, `"\u00e9"`, `"\u20ac"`, `"\ud83d\ude00"`, `"é\n€"`,
+		`"\u0010x"`, `"\u001a"`, `"\u0020"`, `"\u002f"`, `"tail\\"`, `"\\u0041"`,
+	} {
+		tp, err := ParseTape([]byte(lit), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", lit, err)
+		}
+		got := string(tp.AppendString(nil, 0))
+		if want := string(AppendString(nil, tp.Str(0))); got != want {
+			t.Errorf("%s: tape writes %s, want %s", lit, got, want)
+		}
+	}
+}

@@ -118,10 +118,15 @@ type node struct {
 	kind Kind
 	num  NumKind // numbers: how x holds the number
 	esc  bool    // strings: the content is unesc[start:end], else text[start:end]
+	// canon says an escaped string's escapes are all the ones AppendString
+	// writes: its literal is then text[rawStart:rawEnd] as it stands.
+	canon bool
 	// next is the node after this value and its items.
 	next int32
 	// start and end span a string's content.
 	start, end int32
+	// rawStart and rawEnd span an escaped string's text as written.
+	rawStart, rawEnd int32
 	// x is a container's number of items, a boolean's 1 or 0, a number's
 	// u64, i64 or f64 bits, a string's StrWord.
 	x uint64
