@@ -182,17 +182,55 @@ type Env struct {
 	// Refresh is the session's tree's refresh record (nil: every refresh
 	// is a full rebuild, and nothing is recorded).
 	Refresh *refreshRecords
-	// built, when set, is called once the session's store is built and
-	// verified, before its install waits on the disk (the seal, the
-	// journal sync, the cutover's directory syncs): runJobs then starts
-	// the next session's build (runJobs).
-	built func()
+	// slot, when set, is the session's place in runJobs' pipeline.
+	slot *buildSlot
 }
 
-// yield tells runJobs the session no longer needs its build slot.
+// opened tells runJobs the session's source has had its first pass: it
+// waits for a staging slot and frees its reading slot for the next session.
+func (e Env) opened() {
+	if e.slot != nil {
+		e.slot.staged()
+	}
+}
+
+// yield tells runJobs the session's store is written: it frees its slot,
+// and the session's verification and install (mostly waits on the disk)
+// overlap the next session's staging.
 func (e Env) yield() {
-	if e.built != nil {
-		e.built()
+	if e.slot != nil {
+		e.slot.release()
+	}
+}
+
+// buildSlot is one session's place in runJobs' pipeline. With --jobs n,
+// n sessions have their source read (the first pass: links and
+// fingerprint), n are staged, and the rest are verified and installed:
+// the three overlap, so that even --jobs 1 keeps both cores of a small
+// machine busy (issue 14). A session holds its reading slot until it has
+// a staging slot, so at most n first passes are held in memory.
+type buildSlot struct {
+	reading, staging chan struct{}
+	holds            chan struct{} // the slot held: reading, staging or nil
+}
+
+// testHookOpened, when set by a test, is called with the session's path
+// when its source has had its first pass.
+var testHookOpened func(path string)
+
+func (b *buildSlot) staged() {
+	if b.holds != b.reading {
+		return
+	}
+	b.staging <- struct{}{}
+	<-b.reading
+	b.holds = b.staging
+}
+
+func (b *buildSlot) release() {
+	if b.holds != nil {
+		<-b.holds
+		b.holds = nil
 	}
 }
 
@@ -555,29 +593,19 @@ func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID stri
 	}
 	results := make([]SessionResult, len(jobs))
 	next := make(chan int)
-	// n sessions are built (read, staged, verified) at once; each one's
-	// install, which mostly waits on the disk, overlaps the next build: so
-	// twice as many workers as build slots (issue 14: with --jobs 1 the
-	// syncs of one session no longer stall the CPU work of the next).
-	slots := make(chan struct{}, n)
+	reading, staging := make(chan struct{}, n), make(chan struct{}, n)
 	var wg sync.WaitGroup
-	for w := 0; w < 2*n; w++ {
+	for w := 0; w < 3*n; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				slots <- struct{}{}
-				held := true
-				release := func() {
-					if held {
-						held = false
-						<-slots
-					}
-				}
+				reading <- struct{}{}
+				slot := &buildSlot{reading: reading, staging: staging, holds: reading}
 				e := env
-				e.Journal, e.Refresh, e.built = jobs[i].journal, jobs[i].refresh, release
+				e.Journal, e.Refresh, e.slot = jobs[i].journal, jobs[i].refresh, slot
 				results[i] = runSession(ctx, e, jobs[i].session, jobs[i].plan, correlationID)
-				release()
+				slot.release()
 				if progress != nil {
 					progress(results[i], jobs[i].session.Size)
 				}

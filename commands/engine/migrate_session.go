@@ -335,6 +335,10 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	if err != nil {
 		return x.refusedOrFailed(res, err)
 	}
+	if testHookOpened != nil {
+		testHookOpened(s.Path)
+	}
+	env.opened()
 	if id := src.Header().ID; !wire.ValidUUID(id) {
 		// The reference refuses to write a manifest for it (FORMAT.md §5):
 		// a reader's refusal, not an I/O failure of the staging store.
@@ -363,6 +367,10 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		return x.refusedOrFailed(res, err)
 	}
 	durable.Failpoint(fpAfterStage)
+	// The build slot is free once the store is written: its verification
+	// (a read-back of what was just written, from the page cache) and its
+	// install overlap the next session's build (issue 14).
+	env.yield()
 	res.Entries, res.Bytes = st.Entries, st.Bytes
 	if err := x.progress(x.event(wire.PhaseStagingCopy, none, wire.OutcomeOK, "")); err != nil {
 		return fail(res, "operational", err)

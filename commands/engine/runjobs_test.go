@@ -12,43 +12,76 @@ import (
 	"pisess/writers/durable"
 )
 
-// TestRunJobsOverlapsInstall: with --jobs 1 the install of one session (its
-// seal waits on the disk) overlaps the build of the next: while the first
-// session's seal is held, the second is staged.
-func TestRunJobsOverlapsInstall(t *testing.T) {
-	root := t.TempDir()
-	first, _ := migSession(t, root, "a-first", 3)
-	second, _ := migSession(t, root, "b-second", 3)
-	dir := filepath.Dir(first)
-	staged := func(stem string) bool {
-		m, _ := filepath.Glob(filepath.Join(dir, stem+".v2.staging.*"))
-		return len(m) > 0
-	}
-	var overlapped atomic.Bool
-	var once sync.Once
-	opt := migOptions(root)
-	opt.Jobs = 1
-	opt.Ops = durable.OS
-	opt.Ops.SyncFS = func(f *os.File) error {
-		if strings.Contains(f.Name(), "a-first.v2.staging.") {
-			once.Do(func() {
-				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-					if staged("b-second") {
-						overlapped.Store(true)
-						return
-					}
+// TestRunJobsOverlaps: with --jobs 1 a session's build is a pipeline of
+// three stages over consecutive sessions: while the first session is
+// being staged (its segment file created), the second's source has had its
+// first pass; while the first session's store ledger is written (after
+// its verification), or its seal is held, the second is staged.
+func TestRunJobsOverlaps(t *testing.T) {
+	for _, at := range []string{"staging", "ledger", "seal"} {
+		t.Run(at, func(t *testing.T) {
+			root := t.TempDir()
+			first, _ := migSession(t, root, "a-first", 3)
+			second, _ := migSession(t, root, "b-second", 3)
+			var secondOpened, secondStaged atomic.Bool
+			testHookOpened = func(path string) {
+				if path == second {
+					secondOpened.Store(true)
 				}
-			})
-		}
-		return durable.OS.SyncFS(f)
-	}
-	rep := migRun(t, opt)
-	for _, p := range []string{first, second} {
-		if s := migResult(t, rep, p); s.Outcome != OutcomeDone {
-			t.Fatalf("%s: %+v", p, s)
-		}
-	}
-	if !overlapped.Load() {
-		t.Fatal("the second session was not staged while the first one's seal waited")
+			}
+			t.Cleanup(func() { testHookOpened = nil })
+			ready := func() bool {
+				if at == "staging" {
+					return secondOpened.Load()
+				}
+				return secondStaged.Load()
+			}
+			var overlapped atomic.Bool
+			var once sync.Once
+			hold := func(name string) {
+				if !strings.Contains(name, "a-first.v2.staging.") {
+					return
+				}
+				once.Do(func() {
+					for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+						if ready() {
+							overlapped.Store(true)
+							return
+						}
+					}
+				})
+			}
+			opt := migOptions(root)
+			opt.Jobs = 1
+			opt.Ops = durable.OS
+			suffix := filepath.Join("segments", "0000000000000001.seg")
+			if at == "ledger" {
+				suffix = filepath.Join("migrations", "ledger.jsonl")
+			}
+			opt.Ops.OpenFile = func(path string, flag int, perm os.FileMode) (*os.File, error) {
+				if strings.Contains(path, "b-second.v2.staging.") {
+					secondStaged.Store(true)
+				}
+				if at != "seal" && strings.HasSuffix(path, suffix) {
+					hold(path)
+				}
+				return durable.OS.OpenFile(path, flag, perm)
+			}
+			if at == "seal" {
+				opt.Ops.SyncFS = func(f *os.File) error {
+					hold(f.Name())
+					return durable.OS.SyncFS(f)
+				}
+			}
+			rep := migRun(t, opt)
+			for _, p := range []string{first, second} {
+				if s := migResult(t, rep, p); s.Outcome != OutcomeDone {
+					t.Fatalf("%s: %+v", p, s)
+				}
+			}
+			if !overlapped.Load() {
+				t.Fatalf("while the first session's %s waited, the second did not go on", at)
+			}
+		})
 	}
 }
