@@ -9,11 +9,13 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 )
 
 // startProfiling writes a CPU profile to $PISESS_CPUPROFILE and a heap
 // profile (in-use, at the run's end and at its peak) to $PISESS_MEMPROFILE,
+// an execution trace (where goroutines wait) to $PISESS_TRACE,
 // in builds with the profile tag only: as restic's debug build, a diagnosis
 // tool that release binaries do not carry.
 func startProfiling() func() {
@@ -26,6 +28,16 @@ func startProfiling() func() {
 			fmt.Fprintln(os.Stderr, "pisess: cpu profile:", err)
 		} else {
 			stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
+		}
+	}
+	if path := os.Getenv("PISESS_TRACE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pisess: trace:", err)
+		} else if err := trace.Start(f); err != nil {
+			fmt.Fprintln(os.Stderr, "pisess: trace:", err)
+		} else {
+			stops = append(stops, func() { trace.Stop(); f.Close() })
 		}
 	}
 	if path := os.Getenv("PISESS_MEMPROFILE"); path != "" {
