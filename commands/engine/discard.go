@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/rs/zerolog"
 
@@ -69,45 +70,119 @@ type discard struct {
 	j   *ledger.Journal
 }
 
-// discardDisplaced removes the displaced sidecars of ds after their
-// discarded notes, appended to each journal, are durable with one sync per
-// journal (a crash between the two leaves an extra copy, never a missing
-// one unrecorded). It returns the discards done and, per failure, why the
-// copy was kept.
-func discardDisplaced(ds []discard, sessions []SessionResult, cid, now string) (done []discard, kept map[int]error) {
-	kept = map[int]error{}
-	var noted []discard
-	for _, d := range ds {
-		s := sessions[d.job]
-		err := d.j.AppendUnsynced(ledger.NoteRecord(ledger.Note{CorrelationID: cid, At: now, Session: s.Path,
-			Kind: ledger.NoteDiscarded, Path: s.Sidecar, QuarantinePath: d.q,
-			Detail: "the displaced sidecar was built by pisess and the session file still holds the bytes it was built from: not kept"}))
-		if err != nil {
-			kept[d.job] = fmt.Errorf("journal discarded note: %w", err)
-			continue
-		}
-		noted = append(noted, d)
+// discarder removes the displaced sidecars a run does not keep while the
+// run goes on (issue 14: removing them after the last session left the
+// unlinks of every refreshed store, most of a steady refresh run's tail,
+// in series at its end). A session's discarded note is appended to its
+// journal as the session finishes; the discarder makes the notes queued so
+// far durable with one sync per journal, then removes their copies (a crash
+// between the two leaves an extra copy, never a missing one unrecorded),
+// and meanwhile the notes of the next sessions queue up.
+type discarder struct {
+	cid string
+	now func() string
+	in  chan discard
+	out chan discardResults
+
+	mu    sync.Mutex
+	known map[*ledger.Journal]map[string]bool
+}
+
+// discardResults are the discards done and, per failure, why the copy was
+// kept, by job index.
+type discardResults struct {
+	done []discard
+	kept map[int]error
+}
+
+func newDiscarder(cid string, now func() string) *discarder {
+	d := &discarder{cid: cid, now: now, in: make(chan discard, 64), out: make(chan discardResults, 1),
+		known: map[*ledger.Journal]map[string]bool{}}
+	go d.run()
+	return d
+}
+
+// offer queues the displaced sidecar of a finished session for removal
+// when it is reproducible; the error says why it was kept otherwise (nil
+// when there is nothing to say).
+func (d *discarder) offer(i int, jb job, res SessionResult) error {
+	if res.Displaced == "" || jb.journal == nil {
+		return nil
 	}
-	synced := map[*ledger.Journal]error{}
-	for _, d := range noted {
-		if _, ok := synced[d.j]; !ok {
-			synced[d.j] = d.j.Sync()
+	q, ok, err := reproducibleDisplaced(func() map[string]bool { return d.knownIDs(jb.journal) }, jb, res, d.cid)
+	if err != nil || !ok {
+		return err
+	}
+	err = jb.journal.AppendUnsynced(ledger.NoteRecord(ledger.Note{CorrelationID: d.cid, At: d.now(), Session: res.Path,
+		Kind: ledger.NoteDiscarded, Path: res.Sidecar, QuarantinePath: q,
+		Detail: "the displaced sidecar was built by pisess and the session file still holds the bytes it was built from: not kept"}))
+	if err != nil {
+		return fmt.Errorf("journal discarded note: %w", err)
+	}
+	d.in <- discard{job: i, q: q, j: jb.journal}
+	return nil
+}
+
+// knownIDs returns the correlation ids j records, read once per run and
+// only when a refresh record cannot vouch for a store.
+func (d *discarder) knownIDs(j *ledger.Journal) map[string]bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.known[j] == nil {
+		d.known[j] = map[string]bool{}
+		if ids, err := j.CorrelationIDs(); err == nil {
+			for _, id := range ids {
+				d.known[j][id] = true
+			}
 		}
 	}
-	for _, d := range noted {
-		if err := synced[d.j]; err != nil {
-			kept[d.job] = fmt.Errorf("journal discarded note: %w", err)
-			continue
+	return d.known[j]
+}
+
+// wait returns the results once every offered discard is done.
+func (d *discarder) wait() discardResults {
+	close(d.in)
+	return <-d.out
+}
+
+func (d *discarder) run() {
+	res := discardResults{kept: map[int]error{}}
+	for first := range d.in {
+		batch := []discard{first}
+	gather:
+		for {
+			select {
+			case x, ok := <-d.in:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, x)
+			default:
+				break gather
+			}
 		}
-		// Not synced: a removal a crash undoes leaves a copy the journal
-		// calls discarded, which prune removes with its run.
-		if err := os.RemoveAll(d.q); err != nil {
-			kept[d.job] = fmt.Errorf("remove reproducible displaced sidecar %s: %w", d.q, err)
-			continue
+		synced := map[*ledger.Journal]error{}
+		for _, x := range batch {
+			if _, ok := synced[x.j]; !ok {
+				synced[x.j] = x.j.Sync()
+			}
 		}
-		done = append(done, d)
+		durable.Failpoint(fpBeforeDiscards)
+		for _, x := range batch {
+			if err := synced[x.j]; err != nil {
+				res.kept[x.job] = fmt.Errorf("journal discarded note: %w", err)
+				continue
+			}
+			// Not synced: a removal a crash undoes leaves a copy the
+			// journal calls discarded, which prune removes with its run.
+			if err := os.RemoveAll(x.q); err != nil {
+				res.kept[x.job] = fmt.Errorf("remove reproducible displaced sidecar %s: %w", x.q, err)
+				continue
+			}
+			res.done = append(res.done, x)
+		}
 	}
-	return done, kept
+	d.out <- res
 }
 
 // syncKeptDisplaced makes the moves of the displaced sidecars the run

@@ -383,3 +383,80 @@ func TestRefreshQuarantineSyncFails(t *testing.T) {
 		t.Fatalf("log: %s", logs.String())
 	}
 }
+
+// TestRefreshDiscardsDuringTheRun: the displaced sidecar of a session
+// refreshed early in a run is removed while later sessions are still being
+// refreshed (its discarded note durable first), not after the last one:
+// while the third session is staged, the first one's copy is gone and its
+// note is in the journal.
+func TestRefreshDiscardsDuringTheRun(t *testing.T) {
+	root := t.TempDir()
+	var paths, lasts []string
+	for _, name := range []string{"a-first", "b-second", "c-third"} {
+		p, last := migSession(t, root, name, 4)
+		paths, lasts = append(paths, p), append(lasts, last)
+	}
+	first := migRun(t, migOptions(root))
+	for i, p := range paths {
+		if s := migResult(t, first, p); s.Outcome != OutcomeDone {
+			t.Fatalf("migrate %s: %+v", p, s)
+		}
+		fixtures.MarkDirty(t, discoverSidecar(p))
+		migAppend(t, p, migEntryLine(migEntryID(200+i), lasts[i], "more"))
+	}
+	journal := filepath.Join(root, ledger.PisessDir, ledger.JournalName)
+	var firstGone bool
+	var once sync.Once
+	opt := migOptions(root)
+	opt.Jobs = 1
+	opt.CorrelationID = "0c5e8a52-3f0e-4b8a-9d55-6e3c1f0b2a11"
+	rel, _ := filepath.Rel(root, paths[0])
+	displaced := ledger.QuarantinePath(root, opt.CorrelationID, rel, "displaced")
+	sawDisplaced := false
+	opt.Ops = durable.OS
+	opt.Ops.RenameAt = func(oldpath, newpath string, noReplace bool) error {
+		if newpath == displaced {
+			sawDisplaced = true // the cutover moved the old sidecar there
+		}
+		return durable.OS.RenameAt(oldpath, newpath, noReplace)
+	}
+	opt.Ops.OpenFile = func(path string, flag int, perm os.FileMode) (*os.File, error) {
+		if strings.Contains(path, "c-third.v2.staging.") {
+			once.Do(func() {
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+					b, _ := os.ReadFile(journal)
+					_, err := os.Lstat(displaced)
+					if bytes.Contains(b, []byte(`"discarded"`)) && bytes.Contains(b, []byte("a-first.jsonl")) && os.IsNotExist(err) {
+						firstGone = true
+						return
+					}
+				}
+			})
+		}
+		return durable.OS.OpenFile(path, flag, perm)
+	}
+	rep := migRun(t, opt)
+	for _, p := range paths {
+		if s := migResult(t, rep, p); s.Outcome != OutcomeDone || !s.Incremental || s.Displaced != "" {
+			t.Fatalf("refresh %s: %+v", p, s)
+		}
+	}
+	if !sawDisplaced {
+		t.Fatalf("nothing was moved to %s: not where the displaced sidecar goes", displaced)
+	}
+	if !firstGone {
+		t.Fatal("the first session's displaced sidecar was not discarded while the third was staged")
+	}
+	if n := quarantineFiles(t, root); n != 0 {
+		t.Fatalf("%d files left in the quarantine", n)
+	}
+	discarded := 0
+	for _, r := range migJournal(t, root, rep.CorrelationID) {
+		if r.Note != nil && r.Note.Kind == ledger.NoteDiscarded {
+			discarded++
+		}
+	}
+	if discarded != 3 {
+		t.Fatalf("%d discarded notes, want 3", discarded)
+	}
+}

@@ -23,7 +23,7 @@ const (
 	// After the last session of a run: the displaced sidecars of its
 	// refreshes are judged, the reproducible ones removed, the moves of
 	// the kept ones made durable (one sync per directory).
-	fpBeforeDiscards = "engine.before-discards" // every session done, the journal synced
+	fpBeforeDiscards = "engine.before-discards" // a batch of discarded notes synced, its copies not yet removed
 	fpAfterDiscards  = "engine.after-discards"  // reproducible copies removed, kept ones synced
 )
 

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -315,8 +317,8 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			rec = loadRefreshRecords(t.Root)
 			records = append(records, rec)
 		}
-		for _, s := range t.Sessions {
-			jb := planWithCache(s, opt.Force, cache, fc)
+		for _, jb := range planAll(t.Sessions, func(s discover.Session) job { return planWithCache(s, opt.Force, cache, fc) }) {
+			s := jb.session
 			jb.journal, jb.refresh = j, rec
 			if rec != nil && s.Rel != "" {
 				// What the record said before this run replaces it: the
@@ -338,14 +340,27 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	}
 	env := Env{Clock: opt.Clock, Ops: ops, MaxSegmentBytes: opt.MaxSegmentBytes,
 		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: log}
-	rep.Sessions = runJobs(ctx, env, jobs, opt.Jobs, opt.CorrelationID, func(res SessionResult, size int64) {
+	var dq *discarder
+	if !opt.DryRun && !opt.KeepDisplaced {
+		dq = newDiscarder(opt.CorrelationID, func() string { return wire.FormatTimestamp(env.now()) })
+	}
+	rep.Sessions = runJobs(ctx, env, jobs, opt.Jobs, opt.CorrelationID, func(i int, res SessionResult) {
+		if dq != nil {
+			if err := dq.offer(i, jobs[i], res); err != nil {
+				log.Warn().Err(err).Str("session", res.Path).Msg("displaced sidecar kept")
+			}
+		}
 		if opt.Progress != nil {
-			opt.Progress(size)
+			opt.Progress(jobs[i].session.Size)
 		}
 		if opt.OnSession != nil {
 			opt.OnSession(res)
 		}
 	})
+	var discarded discardResults
+	if dq != nil {
+		discarded = dq.wait()
+	}
 	rep.Totals = totals(rep.Sessions)
 	for root, j := range journals {
 		// The sessions' progress records were appended without their own
@@ -356,38 +371,12 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		}
 	}
 	if !opt.DryRun {
-		durable.Failpoint(fpBeforeDiscards)
-		known := map[*ledger.Journal]map[string]bool{}
-		var discards []discard
 		for i, jb := range jobs {
 			if jb.cache != nil {
 				jb.cache.record(jb, rep.Sessions[i])
 			}
-			if opt.KeepDisplaced || rep.Sessions[i].Displaced == "" || jb.journal == nil {
-				continue
-			}
-			// Read only when a refresh record cannot vouch for a store.
-			knownIDs := func() map[string]bool {
-				if known[jb.journal] == nil {
-					known[jb.journal] = map[string]bool{}
-					if ids, err := jb.journal.CorrelationIDs(); err == nil {
-						for _, id := range ids {
-							known[jb.journal][id] = true
-						}
-					}
-				}
-				return known[jb.journal]
-			}
-			q, ok, err := reproducibleDisplaced(knownIDs, jb, rep.Sessions[i], opt.CorrelationID)
-			if err != nil {
-				log.Warn().Err(err).Str("session", jb.session.Path).Msg("displaced sidecar kept")
-				continue
-			}
-			if ok {
-				discards = append(discards, discard{job: i, q: q, j: jb.journal})
-			}
 		}
-		done, kept := discardDisplaced(discards, rep.Sessions, opt.CorrelationID, wire.FormatTimestamp(env.now()))
+		done, kept := discarded.done, discarded.kept
 		for i, err := range kept {
 			log.Warn().Err(err).Str("session", jobs[i].session.Path).Msg("displaced sidecar kept")
 		}
@@ -552,6 +541,28 @@ type job struct {
 // session refused before and unchanged since is refused again without
 // being read, locked or journaled (issue 12, item 4). fc, the tree's fresh
 // cache, stands in for the sidecar's status when it can (planSession).
+// planAll plans sessions on as many goroutines as there are CPUs, and
+// returns the jobs in the sessions' order. Planning is mostly system calls
+// (a status read, or the fresh cache's lstats of every sidecar file): on a
+// steady tree of thousands of sessions it was most of a no-op run.
+func planAll(sessions []discover.Session, plan func(discover.Session) job) []job {
+	jobs := make([]job, len(sessions))
+	workers := min(max(runtime.NumCPU(), 2), len(sessions))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(sessions); i = int(next.Add(1) - 1) {
+				jobs[i] = plan(sessions[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return jobs
+}
+
 func planWithCache(s discover.Session, force bool, cache *refusalCache, fc *freshCache) job {
 	jb := job{session: s, cache: cache}
 	if cache != nil && s.Refusal == nil {
@@ -587,7 +598,7 @@ func (c *refusalCache) record(jb job, res SessionResult) {
 
 // runJobs runs the per-session pipeline on up to n sessions at once and
 // returns the results in the order of jobs.
-func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID string, progress func(SessionResult, int64)) []SessionResult {
+func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID string, finished func(i int, res SessionResult)) []SessionResult {
 	if n <= 0 {
 		n = defaultJobs()
 	}
@@ -606,8 +617,8 @@ func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID stri
 				e.Journal, e.Refresh, e.slot = jobs[i].journal, jobs[i].refresh, slot
 				results[i] = runSession(ctx, e, jobs[i].session, jobs[i].plan, correlationID)
 				slot.release()
-				if progress != nil {
-					progress(results[i], jobs[i].session.Size)
+				if finished != nil {
+					finished(i, results[i])
 				}
 			}
 		}()

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"pisess/readers/discover"
 	"pisess/writers/durable"
 )
 
@@ -83,5 +85,36 @@ func TestRunJobsOverlaps(t *testing.T) {
 				t.Fatalf("while the first session's %s waited, the second did not go on", at)
 			}
 		})
+	}
+}
+
+// TestPlanAllKeepsOrder: sessions planned on several goroutines come back
+// in their order, each planned once, and really at once (two plans are in
+// progress together).
+func TestPlanAllKeepsOrder(t *testing.T) {
+	var sessions []discover.Session
+	for i := 0; i < 200; i++ {
+		sessions = append(sessions, discover.Session{Path: fmt.Sprintf("/t/s%03d.jsonl", i)})
+	}
+	var calls, inFlight, most atomic.Int64
+	jobs := planAll(sessions, func(s discover.Session) job {
+		calls.Add(1)
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(100 * time.Microsecond)
+		inFlight.Add(-1)
+		return job{session: s}
+	})
+	if calls.Load() != int64(len(sessions)) || len(jobs) != len(sessions) {
+		t.Fatalf("%d plans for %d sessions, %d jobs", calls.Load(), len(sessions), len(jobs))
+	}
+	for i, jb := range jobs {
+		if jb.session.Path != sessions[i].Path {
+			t.Fatalf("job %d is %s, want %s", i, jb.session.Path, sessions[i].Path)
+		}
+	}
+	if most.Load() < 2 {
+		t.Errorf("at most %d sessions were planned at once", most.Load())
 	}
 }
