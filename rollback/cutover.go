@@ -38,6 +38,11 @@ type CutoverSpec struct {
 	// OwnerUID and OwnerGID own everything Cutover creates (and the
 	// installed store) when pisess runs as root: the session's owner.
 	OwnerUID, OwnerGID int
+	// OwnerSet says the caller already gave the staging store to OwnerUID
+	// and OwnerGID (and created anything since through durable's creates,
+	// which inherit the directory's owner): Cutover does not walk it to
+	// give it again.
+	OwnerSet bool
 	// Ops performs every file operation; the zero value is durable.OS.
 	Ops durable.Ops
 	// Journal is the tree journal that records the cutover.
@@ -147,7 +152,7 @@ func Cutover(ctx context.Context, p verify.Passed, c CutoverSpec) (CutoverResult
 			return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
 		}
 	}
-	if os.Geteuid() == 0 {
+	if os.Geteuid() == 0 && !c.OwnerSet {
 		// pi's open fails outright on a store it cannot read (FORMAT.md §1):
 		// whatever created the staging store, it must be the session owner's.
 		if err := ops.ChownTree(c.StagingDir, c.OwnerUID, c.OwnerGID); err != nil {

@@ -461,7 +461,7 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 	durable.Failpoint(fpBeforeCutover)
 	cut, err := rollback.Cutover(ctx, passed, rollback.CutoverSpec{
 		SessionPath: s.Path, StagingDir: staging, SidecarDir: x.sidecar, Tree: s.Tree,
-		CorrelationID: x.correlation, RelPath: s.Rel, OwnerUID: uid, OwnerGID: gid,
+		CorrelationID: x.correlation, RelPath: s.Rel, OwnerUID: uid, OwnerGID: gid, OwnerSet: true,
 		Ops: env.Ops, Journal: env.Journal, Clock: env.Clock, DeferQuarantineSync: true,
 	})
 	if err != nil {
