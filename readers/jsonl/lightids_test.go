@@ -122,3 +122,51 @@ func FuzzLinkIDs(f *testing.F) {
 		checkLinkIDs(t, &dec, line)
 	})
 }
+
+// TestQuoteOrBackslash: the word-at-a-time scan finds the first quote or
+// backslash wherever it is, whatever bytes surround it (a borrow between
+// bytes included), as a byte-by-byte scan does.
+func TestQuoteOrBackslash(t *testing.T) {
+	naive := func(b []byte, i int) int {
+		for ; i < len(b); i++ {
+			if b[i] == '"' || b[i] == '\\' {
+				return i
+			}
+		}
+		return len(b)
+	}
+	fillers := []byte{0x00, 0x01, 0x1f, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff, 'a'}
+	b := make([]byte, 19)
+	for _, f := range fillers {
+		for _, g := range fillers {
+			for i := range b {
+				if i%2 == 0 {
+					b[i] = f
+				} else {
+					b[i] = g
+				}
+			}
+			for start := 0; start <= len(b); start++ {
+				if got, want := quoteOrBackslash(b, start), naive(b, start); got != want {
+					t.Fatalf("fill %#x/%#x from %d: %d, want %d", f, g, start, got, want)
+				}
+			}
+			for pos := 0; pos < len(b); pos++ {
+				c := append([]byte(nil), b...)
+				for k := range c {
+					if c[k] == '"' || c[k] == '\\' {
+						c[k] = 'a'
+					}
+				}
+				for _, q := range []byte{'"', '\\'} {
+					c[pos] = q
+					for start := 0; start <= len(c); start++ {
+						if got, want := quoteOrBackslash(c, start), naive(c, start); got != want {
+							t.Fatalf("%q at %d in fill %#x/%#x from %d: %d, want %d", q, pos, f, g, start, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
