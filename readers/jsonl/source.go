@@ -80,6 +80,9 @@ func Open(path string, opt Options) (*Source, error) {
 		return nil, err
 	}
 	s.light = opt.Light
+	// Pass 1 checked that every line is valid UTF-8 (lineProblem), and
+	// pass 2 reads the same bytes (see below).
+	s.dec.ValidUTF8 = true
 	// Pass 2 reads through pass 1's buffers, and is not hashed: the file's
 	// status, unchanged from its open to the end of pass 2, proves it
 	// read the bytes pass 1 hashed (as pi's own freshness check trusts

@@ -36,6 +36,11 @@ func Decode(line []byte) (*Entry, error) {
 // The zero Decoder is ready to use; it is not safe for concurrent use, and
 // must not be copied once used.
 type Decoder struct {
+	// ValidUTF8 says every line given to Decode has been checked to be
+	// valid UTF-8 as a whole (the JSONL reader's first pass does): its
+	// strings are then not checked again.
+	ValidUTF8 bool
+
 	tape  wire.Tape
 	lists []int
 	bound []uint32
@@ -63,7 +68,11 @@ func (dec *Decoder) decode(line []byte) (*Entry, *Error) {
 	}
 	dec.top = topTag{idx: -1, line: line}
 	t := &dec.tape
-	if err := t.Parse(line, dec.hook); err != nil {
+	parse := t.Parse
+	if dec.ValidUTF8 {
+		parse = t.ParseValidUTF8
+	}
+	if err := parse(line, dec.hook); err != nil {
 		if dec.top.err != nil {
 			// The hook stopped the read; the JSON layer positioned it.
 			return nil, &Error{Class: dec.top.err.Class, Detail: err.Error()}

@@ -201,6 +201,17 @@ func ParseTape(b []byte, hook TapeHook) (*Tape, error) {
 // used the value, so that check is Trailing, a separate step. t reads b in
 // place: b must not change while t is in use.
 func (t *Tape) Parse(b []byte, hook TapeHook) error {
+	return t.parse(b, hook, false)
+}
+
+// ParseValidUTF8 is Parse for a text its caller has already checked is
+// valid UTF-8 as a whole (a JSONL line, in the reader's first pass): its
+// strings are not checked again. Every other check is Parse's.
+func (t *Tape) ParseValidUTF8(b []byte, hook TapeHook) error {
+	return t.parse(b, hook, true)
+}
+
+func (t *Tape) parse(b []byte, hook TapeHook, validUTF8 bool) error {
 	if len(b) > maxTapeText {
 		return &SyntaxError{Msg: msgTextTooLong, Line: 1, Offset: 0}
 	}
@@ -210,7 +221,7 @@ func (t *Tape) Parse(b []byte, hook TapeHook) error {
 		// most); a long one is mostly text.
 		t.nodes = make([]node, 0, min(len(b)/10+8, 128))
 	}
-	p := parser{b: b, depth: recursionLimit, t: t, hook: hook}
+	p := parser{b: b, depth: recursionLimit, t: t, hook: hook, validUTF8: validUTF8}
 	if err := p.value(true); err != nil {
 		return err
 	}
@@ -235,6 +246,10 @@ type parser struct {
 	depth int
 	t     *Tape
 	hook  TapeHook
+	// validUTF8: b is known to be valid UTF-8, so its strings are too
+	// (an escape only ever appends a whole valid sequence, and a string
+	// is split around ASCII bytes only).
+	validUTF8 bool
 }
 
 func (p *parser) errAt(msg string, i int) *SyntaxError {
@@ -465,7 +480,7 @@ func (p *parser) str() error {
 	if p.i < len(p.b) && p.b[p.i] == '"' {
 		p.i++
 		// Only a string with a byte of 0x80 or more can be invalid.
-		if wide && !utf8.Valid(p.b[start:p.i-1]) {
+		if wide && !p.validUTF8 && !utf8.Valid(p.b[start:p.i-1]) {
 			return p.err(msgInvalidUTF8)
 		}
 		p.leaf(node{kind: KindString, start: int32(start), end: int32(p.i - 1), x: strWordAt(p.b, start, p.i-1-start)})
@@ -483,7 +498,7 @@ func (p *parser) str() error {
 			buf = append(buf, p.b[start:p.i]...)
 			p.t.unesc = buf
 			p.i++
-			if !utf8.Valid(buf[ustart:]) {
+			if !p.validUTF8 && !utf8.Valid(buf[ustart:]) {
 				return p.err(msgInvalidUTF8)
 			}
 			p.leaf(node{kind: KindString, esc: true, canon: canon, start: int32(ustart), end: int32(len(buf)),

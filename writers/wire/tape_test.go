@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // naiveCanonical is the canonical form spelled out the slow, obvious way:
@@ -58,6 +59,20 @@ func checkTape(t *testing.T, b []byte) {
 	}
 	if (err == nil) != (terr == nil) || err != nil && err.Error() != terr.Error() {
 		t.Fatalf("%q: ParseJSON %v, tape %v", b, err, terr)
+	}
+	if utf8.Valid(b) {
+		// A text known to be valid UTF-8 parses as Parse reads it.
+		var vp Tape
+		verr := vp.ParseValidUTF8(b, nil)
+		if verr == nil {
+			verr = vp.Trailing()
+		}
+		if (verr == nil) != (terr == nil) || verr != nil && verr.Error() != terr.Error() {
+			t.Fatalf("%q: Parse %v, ParseValidUTF8 %v", b, terr, verr)
+		}
+		if verr == nil && !bytes.Equal(vp.AppendCanonical(nil, 0), tp.AppendCanonical(nil, 0)) {
+			t.Fatalf("%q: ParseValidUTF8's tape writes another canonical text", b)
+		}
 	}
 	if err != nil {
 		return
