@@ -181,35 +181,63 @@ func (o Ops) MkdirPrivate(path string) error {
 	if err != nil {
 		return fmt.Errorf("mkdir: %w", err)
 	}
+	return o.MkdirPrivateIn(dir, name)
+}
+
+// MkdirPrivateIn is MkdirPrivate for each of names inside the directory
+// dir, opened once for all of them (a store's five directories are made
+// in its root: issue 14, fewer path walks per session), and synced once
+// when any was created.
+func (o Ops) MkdirPrivateIn(dir string, names ...string) error {
 	parent, err := o.openFile(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return fmt.Errorf("mkdir %s: %w", path, err)
+		return fmt.Errorf("mkdir in %s: %w", dir, err)
 	}
 	defer parent.Close()
+	createdAny := false
+	for _, name := range names {
+		created, err := mkdirPrivateAt(parent, filepath.Join(dir, name), name)
+		if err != nil {
+			return err
+		}
+		createdAny = createdAny || created
+	}
+	if createdAny {
+		if err := o.sync(parent); err != nil {
+			return fmt.Errorf("mkdir in %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// mkdirPrivateAt makes name (path, for errors) in the open directory
+// parent, or accepts the real directory there, with mode 0700 and, running
+// as root, parent's owner when it made it.
+func mkdirPrivateAt(parent *os.File, path, name string) (created bool, err error) {
+	if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+		return false, &os.PathError{Op: "mkdir", Path: path, Err: unix.EINVAL}
+	}
 	pfd := int(parent.Fd())
 	err = unix.Mkdirat(pfd, name, 0o700)
-	created := err == nil
+	created = err == nil
 	if err != nil && err != unix.EEXIST {
-		return &os.PathError{Op: "mkdir", Path: path, Err: err}
+		return false, &os.PathError{Op: "mkdir", Path: path, Err: err}
 	}
 	fd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return &os.PathError{Op: "mkdir", Path: path, Err: err}
+		return false, &os.PathError{Op: "mkdir", Path: path, Err: err}
 	}
 	d := os.NewFile(uintptr(fd), path)
 	defer d.Close()
 	if err := fchmod(d, 0o700); err != nil {
-		return err
+		return false, err
 	}
 	if created {
 		if err := inheritOwnerAt(parent, d); err != nil {
-			return err
-		}
-		if err := o.sync(parent); err != nil {
-			return fmt.Errorf("mkdir %s: %w", path, err)
+			return false, err
 		}
 	}
-	return nil
+	return created, nil
 }
 
 // HasSymlinkAncestor reports the first directory on the way to path that

@@ -215,6 +215,54 @@ func TestRenameRefusesSymlinkedParent(t *testing.T) {
 	}
 }
 
+// TestMkdirPrivateIn: several directories made in one parent, opened once
+// and synced once; an existing one is set to 0700, a symlink among them is
+// refused and not followed, and a name that is not one component is
+// refused.
+func TestMkdirPrivateIn(t *testing.T) {
+	withUmask(t, 0)
+	root := filepath.Join(t.TempDir(), "s.v2.staging.1")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "index"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var log []string
+	o := tracing(&log)
+	names := []string{"segments", "index", "checkpoints", "migrations", "tmp"}
+	if err := o.MkdirPrivateIn(root, names...); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if got := mode(t, filepath.Join(root, n)); got != 0o700 {
+			t.Fatalf("%s: mode %v", n, got)
+		}
+	}
+	if want := []string{"sync " + filepath.Base(root)}; !reflect.DeepEqual(log, want) {
+		t.Fatalf("steps %q, want %q", log, want)
+	}
+	log = nil
+	if err := o.MkdirPrivateIn(root, names...); err != nil || len(log) != 0 {
+		t.Fatalf("again: %v, steps %q (nothing created: no sync)", err, log)
+	}
+	sym := symlinkTree(t)
+	if err := os.Chmod(filepath.Join(sym, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := OS.MkdirPrivateIn(sym, "fresh", "link"); err == nil {
+		t.Fatal("accepted a symlink as a directory")
+	}
+	if got := mode(t, filepath.Join(sym, "real")); got != 0o755 {
+		t.Fatalf("chmod-ed through the symlink: %v", got)
+	}
+	for _, bad := range []string{"", ".", "..", "a/b"} {
+		if err := OS.MkdirPrivateIn(root, bad); err == nil {
+			t.Errorf("accepted the name %q", bad)
+		}
+	}
+}
+
 func TestMkdirPrivate(t *testing.T) {
 	withUmask(t, 0)
 	base := t.TempDir()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -147,10 +146,8 @@ func (w *Writer) makeLayout() error {
 	if err := w.ops.MkdirPrivate(w.root); err != nil {
 		return err
 	}
-	for _, d := range StoreDirs {
-		if err := w.ops.MkdirPrivate(filepath.Join(w.root, d)); err != nil {
-			return err
-		}
+	if err := w.ops.MkdirPrivateIn(w.root, StoreDirs...); err != nil {
+		return err
 	}
 	f, err := w.ops.CreatePrivate(MutationLockPath(w.root))
 	if err != nil {
