@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -28,6 +29,13 @@ func checkSameAnswer(t *testing.T, path string) {
 	case errors.As(ferr, &fr) && errors.As(lerr, &lr):
 		if fr.Line != lr.Line || fr.Class != lr.Class || fr.Reason != lr.Reason {
 			t.Fatalf("%s: refused at line %d (%s) %q, light at line %d (%s) %q", path, fr.Line, fr.Class, fr.Reason, lr.Line, lr.Class, lr.Reason)
+		}
+		// A light read refuses an entry from Next, after the entries
+		// before it: those are the ones the file holds.
+		for i, e := range light {
+			if e.Position >= lr.Line {
+				t.Fatalf("%s: entry %d (line %d) handed out before the refusal at line %d", path, i+1, e.Position, lr.Line)
+			}
 		}
 	default:
 		t.Fatalf("%s: full read %v, light read %v", path, ferr, lerr)
@@ -68,6 +76,34 @@ func TestLightSameAnswer(t *testing.T) {
 		"not JSON":                           entry("a1", "") + "hello\n",
 		"an escaped id":                      entry("a1", "") + strings.Replace(entry("a2", "a1"), `"a2"`, `"\u0061\u0032"`, 1) + entry("a3", "a2"),
 	}
+	// Long sessions: a problem deep in them, two in a row, on the last
+	// line; blank lines between entries; long lines, and a torn end after
+	// them.
+	chain := func(n int, at map[int]string) string {
+		var b strings.Builder
+		for i := 1; i <= n; i++ {
+			if line, ok := at[i]; ok {
+				b.WriteString(line)
+				continue
+			}
+			parent := ""
+			if i > 1 {
+				parent = fmt.Sprintf("e%d", i-1)
+			}
+			b.WriteString(entry(fmt.Sprintf("e%d", i), parent))
+		}
+		return b.String()
+	}
+	long := strings.Repeat("long text ", 4000)
+	cases["many entries"] = chain(1500, nil)
+	cases["many entries, a bad one in the fourth batch"] = chain(1500, map[int]string{900: bad})
+	cases["many entries, a bad one at a batch's edge"] = chain(1500, map[int]string{256: bad, 257: bad})
+	cases["many entries, the last one bad"] = chain(700, map[int]string{700: bad})
+	cases["many entries, a duplicate id late"] = chain(1200, map[int]string{1100: entry("e5", "e1099")})
+	cases["many entries, blank lines between"] = strings.ReplaceAll(chain(600, nil), "\n{", "\n\n  \n{")
+	cases["long lines"] = chain(200, map[int]string{30: strings.Replace(entry("e30", "e29"), `"hi"`, `"`+long+`"`, 1),
+		150: strings.Replace(entry("e150", "e149"), `"hi"`, `"`+long+`"`, 1)})
+	cases["long lines, a torn end"] = chain(120, map[int]string{60: strings.Replace(entry("e60", "e59"), `"hi"`, `"`+long+`"`, 1)}) + entry("e121", "e120")[:50]
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "s.jsonl")
