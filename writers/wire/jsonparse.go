@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -591,17 +592,11 @@ func canonicalEscape(b []byte, i int) bool {
 		if len(b)-i < 5 || b[i+1] != '0' || b[i+2] != '0' || (b[i+3] != '0' && b[i+3] != '1') {
 			return false
 		}
-		lo := b[i+4]
-		var c byte
-		switch {
-		case lo >= '0' && lo <= '9':
-			c = lo - '0'
-		case lo >= 'a' && lo <= 'f':
-			c = lo - 'a' + 10
-		default:
+		lo := strings.IndexByte(hexDigits, b[i+4]) // lower-case only
+		if lo < 0 {
 			return false
 		}
-		c |= (b[i+3] - '0') << 4
+		c := (b[i+3]-'0')<<4 | byte(lo)
 		return c != '\b' && c != '\f' && c != '\n' && c != '\r' && c != '\t'
 	}
 	return false
