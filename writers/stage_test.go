@@ -315,12 +315,16 @@ type watchedSource struct {
 	sliceSource
 	reads, late atomic.Int64
 	over        atomic.Bool
+	onRead      func(n int64) // called with the number of reads so far
 }
 
 func (s *watchedSource) Next() (readers.Entry, error) {
-	s.reads.Add(1)
+	n := s.reads.Add(1)
 	if s.over.Load() {
 		s.late.Add(1)
+	}
+	if s.onRead != nil {
+		s.onRead(n)
 	}
 	return s.sliceSource.Next()
 }
@@ -363,12 +367,11 @@ func TestStageReadAhead(t *testing.T) {
 		{"canceled while reading", entries, nil, func(t *testing.T, src *watchedSource) context.Context {
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
-			go func() {
-				for src.reads.Load() < aheadEntries+3 {
-					time.Sleep(100 * time.Microsecond)
+			src.onRead = func(n int64) {
+				if n == aheadEntries+3 {
+					cancel() // in the second batch
 				}
-				cancel()
-			}()
+			}
 			return ctx
 		}, func(err error) bool { return errors.Is(err, context.Canceled) }},
 	}
