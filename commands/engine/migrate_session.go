@@ -367,7 +367,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		return x.refusedOrFailed(res, err)
 	}
 	durable.Failpoint(fpAfterStage)
-	// The build slot is free once the store is written: its verification
+	// The staging slot is free once the store is written: its verification
 	// (a read-back of what was just written, from the page cache) and its
 	// install overlap the next session's build (issue 14).
 	env.yield()
