@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"pisess/readers"
 	"pisess/writers/store"
@@ -42,7 +43,25 @@ type AppendResult struct {
 // The source's header must name base's session and format. An error
 // matching store.ErrNotResumable means base cannot be continued; any
 // error leaves dir to the caller, as Stage does.
-func StageAppend(ctx context.Context, base string, open OpenAppended, dir string, opt StageOptions) (res AppendResult, err error) {
+//
+// With opt.BaseVouched the base's frames are only CRC-checked while they
+// are copied; when an appended entry then turns out to continue a base
+// entry before the last (pi's branching from an earlier point of the
+// session), the store is staged again, with every base frame read.
+func StageAppend(ctx context.Context, base string, open OpenAppended, dir string, opt StageOptions) (AppendResult, error) {
+	res, err := stageAppend(ctx, base, open, dir, opt)
+	if opt.BaseVouched && errors.Is(err, store.ErrBaseLinksNeeded) {
+		// dir is this call's own partial store: start it over.
+		if rerr := os.RemoveAll(dir); rerr != nil {
+			return AppendResult{}, fmt.Errorf("stage %s: %w (and %v)", dir, err, rerr)
+		}
+		opt.BaseVouched = false
+		return stageAppend(ctx, base, open, dir, opt)
+	}
+	return res, err
+}
+
+func stageAppend(ctx context.Context, base string, open OpenAppended, dir string, opt StageOptions) (res AppendResult, err error) {
 	// The source is opened (its unchanged prefix hashed, one sequential
 	// read) while base is copied: the two are independent until the first
 	// appended entry asks what w holds, and on two cores the refresh of a
@@ -57,7 +76,7 @@ func StageAppend(ctx context.Context, base string, open OpenAppended, dir string
 		src, err := open(func(id string) bool { return w.Has(id) })
 		ch <- opened{src, err}
 	}()
-	w, b, err := store.Resume(ctx, base, dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops})
+	w, b, err := store.Resume(ctx, base, dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops, BaseVouched: opt.BaseVouched})
 	o := <-ch
 	if o.src != nil {
 		defer o.src.Close()

@@ -55,6 +55,12 @@ type refreshRecord struct {
 	// pisess built the store, with no need to read the tree's journal (which
 	// grows with every run, and loses the run to prune).
 	CorrelationID string `json:"correlationId,omitempty"`
+	// ManifestSHA256 is the digest of the installed manifest.json: with
+	// the index digest, it vouches for everything of the store but its
+	// frames, which the refresh then only CRC-checks against their rows
+	// (store.Options.BaseVouched). A record without it (an older pisess)
+	// has the copy read every frame.
+	ManifestSHA256 string `json:"manifestSha256,omitempty"`
 }
 
 func (r refreshRecord) sha() ([32]byte, bool) {
@@ -104,10 +110,10 @@ func manifestIdentity(sidecar string) (dev, ino uint64, ok bool) {
 	return uint64(st.Dev), st.Ino, true
 }
 
-// indexSHA256 hashes the sidecar's index (the empty digest when it has
-// none: an empty store).
-func indexSHA256(sidecar string) (string, error) {
-	f, err := durable.OS.OpenNoFollow(store.IndexPath(sidecar), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+// fileSHA256 hashes a file of the sidecar (the empty digest when there is
+// none: an empty store has no index).
+func fileSHA256(path string) (string, error) {
+	f, err := durable.OS.OpenNoFollow(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return store.IndexDigest(nil), nil
 	}
@@ -133,14 +139,18 @@ func (x *session) remember(fp wire.SourceFingerprint, m wire.Manifest) {
 	if !ok {
 		return
 	}
-	idx, err := indexSHA256(x.sidecar)
+	idx, err := fileSHA256(store.IndexPath(x.sidecar))
+	if err != nil {
+		return
+	}
+	man, err := fileSHA256(store.ManifestPath(x.sidecar))
 	if err != nil {
 		return
 	}
 	x.env.Refresh.put(x.s.Rel, refreshRecord{
 		SourceBytes: int64(fp.ByteLength), SourceSHA256: fp.SHA256,
 		Entries: m.Counters.EntriesTotal, ChainHash: m.Integrity.ChainHash, IndexSHA256: idx,
-		ManifestDev: dev, ManifestIno: ino, CorrelationID: x.correlation,
+		ManifestDev: dev, ManifestIno: ino, CorrelationID: x.correlation, ManifestSHA256: man,
 	})
 }
 
@@ -191,7 +201,11 @@ func (x *session) refreshAppended(ctx context.Context, res SessionResult) (Sessi
 	durable.Failpoint(fpBeforeStage)
 	sops := env.Ops
 	sops.DeferSync = true // sealed once by install, as the full build's
-	ar, err := writers.StageAppend(ctx, x.sidecar, open, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops})
+	// A record with the manifest's digest vouches for the sidecar's
+	// manifest and index (compared below, before anything is used): its
+	// frames then need only their CRCs.
+	vouched := rec.ManifestSHA256 != ""
+	ar, err := writers.StageAppend(ctx, x.sidecar, open, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, BaseVouched: vouched})
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return x.failed(res, wire.ErrorClassIOFailure, wire.Verification{}, err), true
@@ -199,7 +213,8 @@ func (x *session) refreshAppended(ctx context.Context, res SessionResult) (Sessi
 		return fallback(err)
 	}
 	b := ar.Base
-	if b.Manifest.Counters.EntriesTotal != rec.Entries || b.Manifest.Integrity.ChainHash != rec.ChainHash || b.IndexSHA256 != rec.IndexSHA256 {
+	if b.Manifest.Counters.EntriesTotal != rec.Entries || b.Manifest.Integrity.ChainHash != rec.ChainHash || b.IndexSHA256 != rec.IndexSHA256 ||
+		vouched && b.ManifestSHA256 != rec.ManifestSHA256 {
 		return fallback(errors.New("the sidecar is not the one the refresh record describes"))
 	}
 	durable.Failpoint(fpAfterStage)

@@ -289,6 +289,12 @@ func TestIncrementalRefreshFallbacks(t *testing.T) {
 			os.WriteFile(filepath.Join(discoverSidecar(path), "segments", "0000000000000001.seg.bak"), nil, 0o600)
 			incAppend(t, path, 2, "d8")
 		}, OutcomeDone},
+		{"record of another manifest's bytes", func(t *testing.T, tree, path string) {
+			// The store's frames are copied on the record's word, which
+			// must then be about these very bytes.
+			editRecord(t, tree, func(r *refreshRecord) { r.ManifestSHA256 = strings.Repeat("2", 64) })
+			incAppend(t, path, 2, "d9")
+		}, OutcomeDone},
 		{"appended duplicate id", func(t *testing.T, tree, path string) {
 			appendLine(t, path, migEntryLine(migEntryID(3), migEntryID(20), "dup"))
 		}, OutcomeRefused},
@@ -417,5 +423,99 @@ func TestIncrementalRefreshRealPiAppends(t *testing.T) {
 		migAllVerified(t, r)
 		incSameAsFull(t, p, 0)
 		incVerify(t, p)
+	}
+}
+
+// entryIDs returns the ids of the session's entries, in file order.
+func entryIDs(tb testing.TB, path string) []string {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var ids []string
+	for _, line := range bytes.Split(b, []byte("\n"))[1:] {
+		var e struct {
+			ID *string `json:"id"`
+		}
+		if json.Unmarshal(line, &e) == nil && e.ID != nil {
+			ids = append(ids, *e.ID)
+		}
+	}
+	return ids
+}
+
+// TestIncrementalRefreshBranches: the refresh copies the old store
+// checking each frame by its CRC only (the record vouches for the rest),
+// so it does not know the old entries' links; entries appended as pi's
+// branching appends them — two children of the last entry, or a child of
+// an earlier entry (whose branch count only the old frames know) — still
+// give a store byte-identical to a full rebuild, incrementally, with the
+// default segment size and with small segments.
+func TestIncrementalRefreshBranches(t *testing.T) {
+	for _, maxSeg := range []int64{0, 4096} {
+		for _, from := range []string{"last, twice", "first", "second to last"} {
+			t.Run(fmt.Sprintf("max-%d/from %s", maxSeg, from), func(t *testing.T) {
+				tree, vs := migVectorsTree(t, trees.Without(trees.Vectors(t, "accept", "edge", "realpi"), "accept/header_only"))
+				opt := migOptions(tree)
+				opt.MaxSegmentBytes = maxSeg
+				rep := migRun(t, opt)
+				var refreshed []string
+				for _, v := range vs {
+					ids := entryIDs(t, v.Path)
+					if migResult(t, rep, v.Path).Outcome != OutcomeDone || len(ids) < 3 {
+						continue
+					}
+					var lines string
+					switch from {
+					case "last, twice":
+						last := ids[len(ids)-1]
+						lines = migEntryLine("br0001", last, "one") + migEntryLine("br0002", last, "two")
+					case "first":
+						lines = migEntryLine("br0001", ids[0], "one") + migEntryLine("br0002", "br0001", "two")
+					case "second to last":
+						lines = migEntryLine("br0001", ids[len(ids)-2], "one")
+					}
+					migAppend(t, v.Path, lines)
+					fixtures.MarkDirty(t, discoverSidecar(v.Path))
+					refreshed = append(refreshed, v.Path)
+				}
+				if len(refreshed) < 8 {
+					t.Fatalf("only %d sessions to refresh", len(refreshed))
+				}
+				rep = migRun(t, opt)
+				for _, p := range refreshed {
+					r := migResult(t, rep, p)
+					if r.Outcome != OutcomeDone || !r.Incremental {
+						t.Errorf("%s: outcome %s incremental %v (%v, %v)", p, r.Outcome, r.Incremental, r.Notes, r.Error)
+						continue
+					}
+					migAllVerified(t, r)
+					incSameAsFull(t, p, maxSeg)
+				}
+			})
+		}
+	}
+}
+
+// TestIncrementalRefreshOlderRecord: a refresh record an older pisess
+// wrote (no manifest digest) still gives an incremental refresh, the old
+// store's frames all read while copied; the new record has the digest.
+func TestIncrementalRefreshOlderRecord(t *testing.T) {
+	tree := t.TempDir()
+	path, _ := migSession(t, tree, "older", 12)
+	migRun(t, migOptions(tree))
+	editRecord(t, tree, func(r *refreshRecord) { r.ManifestSHA256 = "" })
+	incAppend(t, path, 3, "o1")
+	fixtures.MarkDirty(t, discoverSidecar(path))
+	r := migResult(t, migRun(t, migOptions(tree)), path)
+	if r.Outcome != OutcomeDone || !r.Incremental {
+		t.Fatalf("outcome %s incremental %v (%v)", r.Outcome, r.Incremental, r.Error)
+	}
+	migAllVerified(t, r)
+	incSameAsFull(t, path, 0)
+	rel, _ := filepath.Rel(tree, path)
+	if rec, ok := loadRefreshRecords(tree).get(rel); !ok || len(rec.ManifestSHA256) != 64 {
+		t.Fatalf("the new record has no manifest digest: %+v", rec)
 	}
 }

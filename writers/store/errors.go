@@ -31,6 +31,11 @@ var ErrUncovered = errors.New("segment bytes not covered by the index")
 // ErrTooLarge is matched by a segment or frame over the store's limit.
 var ErrTooLarge = errors.New("over the segment size limit")
 
+// ErrBaseLinksNeeded is matched by Append on a Writer that Resume made
+// with Options.BaseVouched, for an entry whose parent is a base entry
+// before the last: Resume again without it.
+var ErrBaseLinksNeeded = errors.New("the base store's links are needed")
+
 // CorruptionError places an error in a store: Path is the file, Segment
 // the segment number (0 when the file is not a segment), Offset the byte
 // offset in it (meaningful when Segment > 0), Line the 1-based line of an

@@ -36,6 +36,9 @@ type Base struct {
 	// hex SHA-256 of its bytes (the empty digest when there is none).
 	IndexBytes  int64
 	IndexSHA256 string
+	// ManifestSHA256 is the hex SHA-256 of manifest.json's bytes: with
+	// Options.BaseVouched, what the caller compares with its record.
+	ManifestSHA256 string
 }
 
 // IndexDigest returns the hex SHA-256 of b: what Base.IndexSHA256 holds
@@ -59,16 +62,19 @@ func IndexDigest(b []byte) string {
 // AppendIndexRow's form, the segments exactly covered by the rows, and the
 // manifest's counters, head, chain and CRC equal to what the frames give;
 // base must hold no checkpoint, no pending rollback intent and no segment
-// file its index does not name. Any of that failing yields an error
-// matching ErrNotResumable (dir then holds a partial store the caller
-// removes, as after any failed staging). Files are copied, never linked:
-// pisess refuses to work on files with more than one link.
+// file its index does not name (with opt.BaseVouched the frames are only
+// CRC-checked against their rows: see Options.BaseVouched). Any of that
+// failing yields an error matching ErrNotResumable (dir then holds a
+// partial store the caller removes, as after any failed staging). Files
+// are copied, never linked: pisess refuses to work on files with more than
+// one link.
 func Resume(ctx context.Context, base, dir string, opt Options) (*Writer, Base, error) {
 	opt.Branches = nil // the copied frames' links are checked here
 	w, err := Create(dir, opt)
 	if err != nil {
 		return nil, Base{}, err
 	}
+	w.baseVouched = opt.BaseVouched
 	b, err := w.copyFrom(ctx, base)
 	if err != nil {
 		_ = w.Close()
@@ -92,7 +98,11 @@ func notResumable(format string, args ...any) error {
 // leaves w positioned after base's last frame, the last segment and the
 // index still open for appending.
 func (w *Writer) copyFrom(ctx context.Context, base string) (Base, error) {
-	m, err := readManifest(w.ops, base)
+	mb, err := readSmall(w.ops, ManifestPath(base), wire.MaxDocumentBytes)
+	if err != nil {
+		return Base{}, notResumable("manifest: %v", err)
+	}
+	m, err := wire.ParseManifest(mb)
 	if err != nil {
 		return Base{}, notResumable("manifest: %v", err)
 	}
@@ -104,7 +114,16 @@ func (w *Writer) copyFrom(ctx context.Context, base string) (Base, error) {
 	if err := c.run(ctx); err != nil {
 		return Base{}, err
 	}
-	b := Base{Manifest: m, LastRow: c.last, IndexBytes: c.indexBytes, IndexSHA256: hex.EncodeToString(c.sum.Sum(nil))}
+	msum := sha256.Sum256(mb)
+	b := Base{Manifest: m, LastRow: c.last, IndexBytes: c.indexBytes, IndexSHA256: hex.EncodeToString(c.sum.Sum(nil)),
+		ManifestSHA256: hex.EncodeToString(msum[:])}
+	if w.baseVouched && w.head.EntrySeq > 0 {
+		// What only the frames hold is taken from the manifest the
+		// caller vouches for (Options.BaseVouched).
+		w.chain = m.Integrity.ChainHash
+		w.counters.MessagesTotal, w.counters.CompactionsTotal = m.Counters.MessagesTotal, m.Counters.CompactionsTotal
+		w.baseBranches, w.baseCount = m.Counters.BranchesTotal, w.graph.Len()
+	}
 	if err := w.matchManifest(m); err != nil {
 		return Base{}, err
 	}
@@ -266,6 +285,20 @@ func (c *baseCopy) copyFrame(row wire.IndexRow, n uint64, buf []byte) ([]byte, e
 	if wire.CRC32C(buf) != row.CRC32C {
 		return buf, notResumable("segment %d offset %d: the frame does not match its row's CRC-32C", row.SegmentSeq, row.ByteOffset)
 	}
+	if w.baseVouched {
+		// The frame is the one the row was written for (its CRC): its
+		// head is the row's, and the rest the manifest's (copyFrom).
+		if _, err := w.graph.Add(row.EntryID); errors.Is(err, idgraph.ErrDuplicate) {
+			return buf, notResumable("index row %d: duplicate entry id", n)
+		} else if err != nil {
+			return buf, err
+		}
+		if _, err := w.segBuf.Write(buf); err != nil {
+			return buf, err
+		}
+		w.advanceRow(row, int64(len(buf)))
+		return buf, nil
+	}
 	h, ok := wire.ParseFrameHead(buf)
 	if !ok || h.SegmentSeq != row.SegmentSeq || h.FrameSeq != row.FrameSeq || h.EntrySeq != row.EntrySeq || h.EntryID != row.EntryID {
 		return buf, notResumable("segment %d offset %d: the frame is not in this codec's form or does not match its row", row.SegmentSeq, row.ByteOffset)
@@ -311,6 +344,18 @@ func (w *Writer) advance(f wire.FrameHead, row wire.IndexRow, n int64) {
 	case wire.EntryCompaction:
 		w.counters.CompactionsTotal++
 	}
+}
+
+// advanceRow is advance for a base frame known by its row only
+// (Options.BaseVouched): the chain and the type counts wait for the
+// manifest.
+func (w *Writer) advanceRow(row wire.IndexRow, n int64) {
+	w.segSeq, w.frameSeq = row.SegmentSeq, row.FrameSeq
+	w.segBytes += n
+	w.lastCRC = row.CRC32C
+	w.head = wire.Head{SegmentSeq: row.SegmentSeq, EntrySeq: row.EntrySeq, EntryID: row.EntryID}
+	w.counters.EntriesTotal++
+	w.counters.BytesTotal += uint64(n)
 }
 
 // nextSource finishes the base segment being read (every byte of it must

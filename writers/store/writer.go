@@ -35,6 +35,17 @@ type Options struct {
 	// installs the store must check it read back (store.Check does, from
 	// the frames alone).
 	Branches func() uint64
+	// BaseVouched, for Resume only: the caller vouches for the base store's
+	// manifest and index, and compares them with its record of the store
+	// as pisess installed and verified it (entry count, chain, index
+	// digest) before it uses the result (commands/engine's refresh does).
+	// Each base frame is then only CRC-checked against its row, not parsed:
+	// the chain and the message, compaction and branch counts are the
+	// manifest's, and the base entries' links are not known. An appended
+	// entry may then only continue the base's last entry, an entry appended
+	// after it, or nothing; another parent is ErrBaseLinksNeeded (Resume
+	// again without BaseVouched).
+	BaseVouched bool
 }
 
 // bufferSize is the buffered writer size for segments and the index: large
@@ -80,6 +91,11 @@ type Writer struct {
 	graph idgraph.Graph
 	// vouched replaces graph when Options.Branches is set.
 	vouched func() uint64
+	// baseVouched is Options.BaseVouched: graph's first baseCount nodes
+	// are the base's, without their links, and baseBranches its branches.
+	baseVouched  bool
+	baseCount    int
+	baseBranches uint64
 
 	checkpointSeq  uint64
 	checkpointHead uint64
@@ -186,7 +202,7 @@ func (w *Writer) branches() uint64 {
 	if w.vouched != nil {
 		return w.vouched()
 	}
-	return w.graph.Branches()
+	return w.baseBranches + w.graph.Branches()
 }
 
 // Append writes one entry: its frame to the current segment (rolling over
@@ -244,6 +260,13 @@ func (w *Writer) checkEntry(entryID, parentID, entryType string, payload []byte)
 	}
 	if w.vouched == nil && w.graph.Has(entryID) {
 		return idgraph.ErrDuplicate
+	}
+	if w.baseVouched && parentID != "" {
+		// A base entry before the last may have children already: whether
+		// this one makes a branch is in the base's frames, not read.
+		if p := w.graph.Lookup(parentID); p >= 0 && p < w.baseCount-1 {
+			return fmt.Errorf("parent %q is a base entry before the last: %w", parentID, ErrBaseLinksNeeded)
+		}
 	}
 	return nil
 }
