@@ -143,6 +143,41 @@ func incVerify(tb testing.TB, session string) {
 	}
 }
 
+// incMigratedVectors migrates a tree of every vector set with segments of
+// maxSeg bytes (0: the default) and returns the options and the sessions
+// migrated. header_only is left out: once its session gains entries, its
+// index-less sidecar is "partial" (FORMAT.md §9), which migrate leaves to
+// fsck rather than refreshing.
+func incMigratedVectors(tb testing.TB, maxSeg int64) (MigrateOptions, []string) {
+	tb.Helper()
+	tree, vs := migVectorsTree(tb, trees.Without(trees.Vectors(tb, "accept", "edge", "realpi"), "accept/header_only"))
+	opt := migOptions(tree)
+	opt.MaxSegmentBytes = maxSeg
+	rep := migRun(tb, opt)
+	var migrated []string
+	for _, v := range vs {
+		if migResult(tb, rep, v.Path).Outcome == OutcomeDone {
+			migrated = append(migrated, v.Path)
+		}
+	}
+	return opt, migrated
+}
+
+// incRefreshedAsFull checks that each session of paths was refreshed
+// incrementally, verified, into the store a full rebuild writes.
+func incRefreshedAsFull(tb testing.TB, rep MigrateReport, paths []string, maxSeg int64) {
+	tb.Helper()
+	for _, p := range paths {
+		r := migResult(tb, rep, p)
+		if r.Outcome != OutcomeDone || !r.Incremental {
+			tb.Errorf("%s: outcome %s incremental %v (%v, %v)", p, r.Outcome, r.Incremental, r.Notes, r.Error)
+			continue
+		}
+		migAllVerified(tb, r)
+		incSameAsFull(tb, p, maxSeg)
+	}
+}
+
 // TestIncrementalRefreshVectors migrates every vector, appends entries to
 // each migrated session, marks its sidecar dirty as pi does, and migrates
 // again: each refresh must be incremental and byte-identical to a full
@@ -151,19 +186,7 @@ func incVerify(tb testing.TB, session string) {
 func TestIncrementalRefreshVectors(t *testing.T) {
 	for _, maxSeg := range []int64{0, 4096} {
 		t.Run(fmt.Sprintf("max-%d", maxSeg), func(t *testing.T) {
-			// header_only is left out: once its session gains entries, its
-			// index-less sidecar is "partial" (FORMAT.md §9), which
-			// migrate leaves to fsck rather than refreshing.
-			tree, vs := migVectorsTree(t, trees.Without(trees.Vectors(t, "accept", "edge", "realpi"), "accept/header_only"))
-			opt := migOptions(tree)
-			opt.MaxSegmentBytes = maxSeg
-			rep := migRun(t, opt)
-			var migrated []string
-			for _, v := range vs {
-				if migResult(t, rep, v.Path).Outcome == OutcomeDone {
-					migrated = append(migrated, v.Path)
-				}
-			}
+			opt, migrated := incMigratedVectors(t, maxSeg)
 			if len(migrated) < 20 {
 				t.Fatalf("only %d vectors migrated", len(migrated))
 			}
@@ -171,16 +194,8 @@ func TestIncrementalRefreshVectors(t *testing.T) {
 				incAppend(t, p, 5, "a1")
 				fixtures.MarkDirty(t, discoverSidecar(p))
 			}
-			rep = migRun(t, opt)
-			for _, p := range migrated {
-				r := migResult(t, rep, p)
-				if r.Outcome != OutcomeDone || !r.Incremental {
-					t.Errorf("%s: outcome %s incremental %v (%v, %v)", p, r.Outcome, r.Incremental, r.Notes, r.Error)
-					continue
-				}
-				migAllVerified(t, r)
-				incSameAsFull(t, p, maxSeg)
-			}
+			rep := migRun(t, opt)
+			incRefreshedAsFull(t, rep, migrated, maxSeg)
 			if rep.Totals.Refreshed != len(migrated) {
 				t.Errorf("refreshed %d, want %d", rep.Totals.Refreshed, len(migrated))
 			}
@@ -456,14 +471,11 @@ func TestIncrementalRefreshBranches(t *testing.T) {
 	for _, maxSeg := range []int64{0, 4096} {
 		for _, from := range []string{"last, twice", "first", "second to last"} {
 			t.Run(fmt.Sprintf("max-%d/from %s", maxSeg, from), func(t *testing.T) {
-				tree, vs := migVectorsTree(t, trees.Without(trees.Vectors(t, "accept", "edge", "realpi"), "accept/header_only"))
-				opt := migOptions(tree)
-				opt.MaxSegmentBytes = maxSeg
-				rep := migRun(t, opt)
+				opt, migrated := incMigratedVectors(t, maxSeg)
 				var refreshed []string
-				for _, v := range vs {
-					ids := entryIDs(t, v.Path)
-					if migResult(t, rep, v.Path).Outcome != OutcomeDone || len(ids) < 3 {
+				for _, path := range migrated {
+					ids := entryIDs(t, path)
+					if len(ids) < 3 {
 						continue
 					}
 					var lines string
@@ -476,23 +488,14 @@ func TestIncrementalRefreshBranches(t *testing.T) {
 					case "second to last":
 						lines = migEntryLine("br0001", ids[len(ids)-2], "one")
 					}
-					migAppend(t, v.Path, lines)
-					fixtures.MarkDirty(t, discoverSidecar(v.Path))
-					refreshed = append(refreshed, v.Path)
+					migAppend(t, path, lines)
+					fixtures.MarkDirty(t, discoverSidecar(path))
+					refreshed = append(refreshed, path)
 				}
 				if len(refreshed) < 8 {
 					t.Fatalf("only %d sessions to refresh", len(refreshed))
 				}
-				rep = migRun(t, opt)
-				for _, p := range refreshed {
-					r := migResult(t, rep, p)
-					if r.Outcome != OutcomeDone || !r.Incremental {
-						t.Errorf("%s: outcome %s incremental %v (%v, %v)", p, r.Outcome, r.Incremental, r.Notes, r.Error)
-						continue
-					}
-					migAllVerified(t, r)
-					incSameAsFull(t, p, maxSeg)
-				}
+				incRefreshedAsFull(t, migRun(t, opt), refreshed, maxSeg)
 			})
 		}
 	}
