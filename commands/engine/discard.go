@@ -35,7 +35,7 @@ import (
 const discardedNote = "the displaced sidecar was reproducible from the source and was not kept (rollback of this run leaves pi reading the session file)"
 
 // reproducibleDisplaced returns where the displaced sidecar of a refresh is
-// when it is reproducible (ok), so that discardDisplaced removes it.
+// when it is reproducible (ok), so that the discarder removes it.
 func reproducibleDisplaced(known func() map[string]bool, jb job, res SessionResult, cid string) (q string, ok bool, err error) {
 	if jb.journal == nil || res.Outcome != OutcomeDone || res.Displaced == "" {
 		return "", false, nil
@@ -106,9 +106,6 @@ func newDiscarder(cid string, now func() string) *discarder {
 // when it is reproducible; the error says why it was kept otherwise (nil
 // when there is nothing to say).
 func (d *discarder) offer(i int, jb job, res SessionResult) error {
-	if res.Displaced == "" || jb.journal == nil {
-		return nil
-	}
 	q, ok, err := reproducibleDisplaced(func() map[string]bool { return d.knownIDs(jb.journal) }, jb, res, d.cid)
 	if err != nil || !ok {
 		return err

@@ -20,9 +20,10 @@ const (
 	fpBeforeCutover     = "engine.before-cutover"      // the source's fingerprint re-checked: about to cut over
 	fpAfterCutover      = "engine.after-cutover"       // installed, completed not yet recorded
 	fpAfterCompleted    = "engine.after-completed"     // completed recorded, session lock still held
-	// After the last session of a run: the displaced sidecars of its
-	// refreshes are judged, the reproducible ones removed, the moves of
-	// the kept ones made durable (one sync per directory).
+	// The displaced sidecars of a run's refreshes: the reproducible ones
+	// are removed while the run goes on (the discarder), the moves of the
+	// kept ones made durable after its last session (one sync per
+	// directory).
 	fpBeforeDiscards = "engine.before-discards" // a batch of discarded notes synced, its copies not yet removed
 	fpAfterDiscards  = "engine.after-discards"  // reproducible copies removed, kept ones synced
 )

@@ -537,10 +537,6 @@ type job struct {
 	fromCache   bool
 }
 
-// planWithCache plans session s, first asking the tree's refusal cache: a
-// session refused before and unchanged since is refused again without
-// being read, locked or journaled (issue 12, item 4). fc, the tree's fresh
-// cache, stands in for the sidecar's status when it can (planSession).
 // planAll plans sessions on as many goroutines as there are CPUs, and
 // returns the jobs in the sessions' order. Planning is mostly system calls
 // (a status read, or the fresh cache's lstats of every sidecar file): on a
@@ -563,6 +559,10 @@ func planAll(sessions []discover.Session, plan func(discover.Session) job) []job
 	return jobs
 }
 
+// planWithCache plans session s, first asking the tree's refusal cache: a
+// session refused before and unchanged since is refused again without
+// being read, locked or journaled (issue 12, item 4). fc, the tree's fresh
+// cache, stands in for the sidecar's status when it can (planSession).
 func planWithCache(s discover.Session, force bool, cache *refusalCache, fc *freshCache) job {
 	jb := job{session: s, cache: cache}
 	if cache != nil && s.Refusal == nil {

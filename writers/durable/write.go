@@ -276,7 +276,7 @@ func (o Ops) AppendLines(path string, lines []byte) error {
 	return o.appendLines(path, lines)
 }
 
-func (o Ops) appendLines(path string, line []byte) error {
+func (o Ops) appendLines(path string, lines []byte) error {
 	f, created, err := o.openCreate(path, unix.O_WRONLY|unix.O_APPEND)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
@@ -286,7 +286,7 @@ func (o Ops) appendLines(path string, line []byte) error {
 	if err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}
-	if n, err := o.writeAll(f, line); err != nil {
+	if n, err := o.writeAll(f, lines); err != nil {
 		if n > 0 {
 			_ = unix.Ftruncate(int(f.Fd()), st.Size)
 		}

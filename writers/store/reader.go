@@ -223,16 +223,22 @@ func matchRow(f wire.Frame, row wire.IndexRow) error {
 func (s *Store) Manifest() (wire.Manifest, error) { return readManifest(s.ops, s.root) }
 
 func readManifest(ops durable.Ops, root string) (wire.Manifest, error) {
+	m, _, err := readManifestBytes(ops, root)
+	return m, err
+}
+
+// readManifestBytes is readManifest that also returns the file's bytes.
+func readManifestBytes(ops durable.Ops, root string) (wire.Manifest, []byte, error) {
 	path := ManifestPath(root)
 	b, err := readSmall(ops, path, wire.MaxDocumentBytes)
 	if err != nil {
-		return wire.Manifest{}, err
+		return wire.Manifest{}, nil, err
 	}
 	m, err := wire.ParseManifest(b)
 	if err != nil {
-		return wire.Manifest{}, &CorruptionError{Path: path, Err: err}
+		return wire.Manifest{}, nil, &CorruptionError{Path: path, Err: err}
 	}
-	return m, nil
+	return m, b, nil
 }
 
 // Tail returns the last n frames (fewer when the store holds fewer), read

@@ -98,11 +98,7 @@ func notResumable(format string, args ...any) error {
 // leaves w positioned after base's last frame, the last segment and the
 // index still open for appending.
 func (w *Writer) copyFrom(ctx context.Context, base string) (Base, error) {
-	mb, err := readSmall(w.ops, ManifestPath(base), wire.MaxDocumentBytes)
-	if err != nil {
-		return Base{}, notResumable("manifest: %v", err)
-	}
-	m, err := wire.ParseManifest(mb)
+	m, mb, err := readManifestBytes(w.ops, base)
 	if err != nil {
 		return Base{}, notResumable("manifest: %v", err)
 	}
