@@ -15,6 +15,7 @@ import (
 	"pisess/readers"
 	"pisess/readers/discover"
 	"pisess/readers/jsonl"
+	"pisess/readers/normalize"
 	"pisess/rollback"
 	"pisess/verify"
 	"pisess/writers"
@@ -214,6 +215,9 @@ type session struct {
 	correlation string
 	migrationID string
 	sidecar     string
+	// prefix is the PrefixHash of the source bytes the sidecar is built
+	// from (JSONL), for the refresh record.
+	prefix normalize.PrefixHash
 }
 
 func (x *session) event(phase wire.Phase, v wire.Verification, outcome wire.Outcome, class wire.ErrorClass) wire.MigrationEvent {
@@ -501,6 +505,7 @@ func (x *session) sourceFingerprint(src readers.Source, fp *wire.SourceFingerpri
 		return fmt.Errorf("fingerprint %s: %w", x.s.Path, verify.ErrSourceChanged)
 	}
 	rec.Fingerprint, rec.Info = f, js.FileInfo()
+	x.prefix = js.Prefix()
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/jsonl"
+	"pisess/readers/normalize"
 	"pisess/verify"
 	"pisess/writers"
 	"pisess/writers/durable"
@@ -61,6 +62,13 @@ type refreshRecord struct {
 	// (store.Options.BaseVouched). A record without it (an older pisess)
 	// has the copy read every frame.
 	ManifestSHA256 string `json:"manifestSha256,omitempty"`
+	// SourceXXH3 and SourceSHA256State are the source bytes'
+	// normalize.PrefixHash (hex): with them a refresh proves the prefix
+	// by its XXH3 and goes on with the SHA-256 from its state, never
+	// SHA-256 hashing the prefix again. A record without them (an older
+	// pisess) has the prefix hashed with SHA-256.
+	SourceXXH3        string `json:"sourceXxh3,omitempty"`
+	SourceSHA256State string `json:"sourceSha256State,omitempty"`
 }
 
 func (r refreshRecord) sha() ([32]byte, bool) {
@@ -71,6 +79,32 @@ func (r refreshRecord) sha() ([32]byte, bool) {
 	}
 	copy(d[:], b)
 	return d, true
+}
+
+// prefix returns the record's PrefixHash, nil when it has none or a
+// malformed one, or one whose SHA-256 state does not finish as the
+// record's digest (the prefix is then hashed with SHA-256).
+func (r refreshRecord) prefix() *normalize.PrefixHash {
+	x, err := hex.DecodeString(r.SourceXXH3)
+	if err != nil || len(x) != 16 || r.SourceXXH3 != strings.ToLower(r.SourceXXH3) {
+		return nil
+	}
+	st, err := hex.DecodeString(r.SourceSHA256State)
+	if err != nil {
+		return nil
+	}
+	if n, ok := normalize.SHA256StateLength(st); !ok || n != uint64(r.SourceBytes) {
+		return nil
+	}
+	p := &normalize.PrefixHash{SHA256State: st}
+	copy(p.XXH3[:], x)
+	// The state must be that of the digest the record gives: a record
+	// that disagrees with itself is not one pisess wrote.
+	sha, _, ok := normalize.NewPrefixHashes(*p)
+	if !ok || hex.EncodeToString(sha.Sum(nil)) != r.SourceSHA256 {
+		return nil
+	}
+	return p
 }
 
 // refreshRecords is one tree's record, loaded once per run and shared by
@@ -147,11 +181,15 @@ func (x *session) remember(fp wire.SourceFingerprint, m wire.Manifest) {
 	if err != nil {
 		return
 	}
-	x.env.Refresh.put(x.s.Rel, refreshRecord{
+	r := refreshRecord{
 		SourceBytes: int64(fp.ByteLength), SourceSHA256: fp.SHA256,
 		Entries: m.Counters.EntriesTotal, ChainHash: m.Integrity.ChainHash, IndexSHA256: idx,
 		ManifestDev: dev, ManifestIno: ino, CorrelationID: x.correlation, ManifestSHA256: man,
-	})
+	}
+	if n, ok := normalize.SHA256StateLength(x.prefix.SHA256State); ok && n == fp.ByteLength {
+		r.SourceXXH3, r.SourceSHA256State = hex.EncodeToString(x.prefix.XXH3[:]), hex.EncodeToString(x.prefix.SHA256State)
+	}
+	x.env.Refresh.put(x.s.Rel, r)
 }
 
 // refreshAppended refreshes a stale sidecar in time proportional to what
@@ -191,7 +229,7 @@ func (x *session) refreshAppended(ctx context.Context, res SessionResult) (Sessi
 	}
 	var src *jsonl.AppendSource
 	open := func(known func(string) bool) (readers.Source, error) {
-		a, err := jsonl.OpenAppend(s.Path, jsonl.AppendOptions{Offset: rec.SourceBytes, SHA256: sum, Known: known})
+		a, err := jsonl.OpenAppend(s.Path, jsonl.AppendOptions{Offset: rec.SourceBytes, SHA256: sum, Prefix: rec.prefix(), Known: known})
 		if err != nil {
 			return nil, err
 		}
@@ -265,6 +303,7 @@ func (x *session) installAppended(ctx context.Context, res SessionResult, stagin
 	}
 	durable.Failpoint(fpAfterVerify)
 	res.Incremental = true
+	x.prefix = src.Prefix()
 	res.Notes = append(res.Notes, fmt.Sprintf("refreshed incrementally: %d entries appended to the %d copied from the sidecar",
 		len(ar.Appended), ar.Base.Manifest.Counters.EntriesTotal))
 	// The full build hashes the source again before its cutover; the

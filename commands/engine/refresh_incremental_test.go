@@ -304,6 +304,12 @@ func TestIncrementalRefreshFallbacks(t *testing.T) {
 			os.WriteFile(filepath.Join(discoverSidecar(path), "segments", "0000000000000001.seg.bak"), nil, 0o600)
 			incAppend(t, path, 2, "d8")
 		}, OutcomeDone},
+		{"record forged XXH3", func(t *testing.T, tree, path string) {
+			// The prefix is proved by its XXH3 alone: a record whose
+			// XXH3 is not the source's is a changed prefix.
+			editRecord(t, tree, func(r *refreshRecord) { r.SourceXXH3 = strings.Repeat("3", 32) })
+			incAppend(t, path, 2, "da")
+		}, OutcomeDone},
 		{"record of another manifest's bytes", func(t *testing.T, tree, path string) {
 			// The store's frames are copied on the record's word, which
 			// must then be about these very bytes.
@@ -501,24 +507,52 @@ func TestIncrementalRefreshBranches(t *testing.T) {
 	}
 }
 
-// TestIncrementalRefreshOlderRecord: a refresh record an older pisess
-// wrote (no manifest digest) still gives an incremental refresh, the old
-// store's frames all read while copied; the new record has the digest.
+// TestIncrementalRefreshOlderRecord: a record from an older pisess (no
+// manifest digest, no PrefixHash), or one whose SHA-256 state does not
+// finish as its own digest, still refreshes incrementally (the copy reads
+// every frame; the prefix is SHA-256 hashed), and leaves a full record,
+// which the next refresh uses.
 func TestIncrementalRefreshOlderRecord(t *testing.T) {
-	tree := t.TempDir()
-	path, _ := migSession(t, tree, "older", 12)
-	migRun(t, migOptions(tree))
-	editRecord(t, tree, func(r *refreshRecord) { r.ManifestSHA256 = "" })
-	incAppend(t, path, 3, "o1")
-	fixtures.MarkDirty(t, discoverSidecar(path))
-	r := migResult(t, migRun(t, migOptions(tree)), path)
-	if r.Outcome != OutcomeDone || !r.Incremental {
-		t.Fatalf("outcome %s incremental %v (%v)", r.Outcome, r.Incremental, r.Error)
-	}
-	migAllVerified(t, r)
-	incSameAsFull(t, path, 0)
-	rel, _ := filepath.Rel(tree, path)
-	if rec, ok := loadRefreshRecords(tree).get(rel); !ok || len(rec.ManifestSHA256) != 64 {
-		t.Fatalf("the new record has no manifest digest: %+v", rec)
+	for _, c := range []struct {
+		name string
+		edit func(r *refreshRecord)
+	}{
+		{"older pisess", func(r *refreshRecord) { r.ManifestSHA256, r.SourceXXH3, r.SourceSHA256State = "", "", "" }},
+		{"state not its digest", func(r *refreshRecord) {
+			st := []byte(r.SourceSHA256State)
+			st[20] ^= 1 // a hex digit of the chaining values: still hex
+			r.SourceSHA256State = string(st)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tree := t.TempDir()
+			path, _ := migSession(t, tree, "older", 12)
+			migRun(t, migOptions(tree))
+			rel, _ := filepath.Rel(tree, path)
+			if rec, ok := loadRefreshRecords(tree).get(rel); !ok || rec.prefix() == nil {
+				t.Fatalf("the first migration's record has no PrefixHash: %+v", rec)
+			}
+			editRecord(t, tree, c.edit)
+			if rec, _ := loadRefreshRecords(tree).get(rel); rec.prefix() != nil {
+				t.Fatal("the edited record still gives a PrefixHash")
+			}
+			for i, tag := range []string{"o1", "o2"} {
+				incAppend(t, path, 3, tag)
+				fixtures.MarkDirty(t, discoverSidecar(path))
+				r := migResult(t, migRun(t, migOptions(tree)), path)
+				if r.Outcome != OutcomeDone || !r.Incremental {
+					t.Fatalf("refresh %d: outcome %s incremental %v (%v)", i, r.Outcome, r.Incremental, r.Error)
+				}
+				migAllVerified(t, r)
+				incSameAsFull(t, path, 0)
+				rec, ok := loadRefreshRecords(tree).get(rel)
+				if !ok || len(rec.ManifestSHA256) != 64 || rec.prefix() == nil {
+					t.Fatalf("refresh %d: the new record is not complete: %+v", i, rec)
+				}
+				if want := fixtures.SHA256File(t, path); rec.SourceSHA256 != want {
+					t.Fatalf("refresh %d: the record's digest is not the source's", i)
+				}
+			}
+		})
 	}
 }

@@ -2,7 +2,6 @@ package jsonl
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -38,6 +37,10 @@ type AppendOptions struct {
 	// their digest.
 	Offset int64
 	SHA256 [32]byte
+	// Prefix, when set, is those bytes' PrefixHash: they are then proved
+	// by their XXH3 alone and the SHA-256 goes on from its state, so that
+	// the prefix is read once but not SHA-256 hashed again.
+	Prefix *normalize.PrefixHash
 	// Known reports whether an id belongs to an entry before Offset (or to
 	// one appended and already consumed): the store's ids.
 	Known func(id string) bool
@@ -45,14 +48,15 @@ type AppendOptions struct {
 
 // AppendSource streams the entries a session gained after its first
 // Offset bytes: the lines after them, read as Source reads lines. It reads
-// the file once: the prefix is hashed (one sequential SHA-256, the cost of
-// proving it unchanged) and the rest is hashed as it is parsed, so that at
-// the end the digest of the whole file is known without reading it again.
+// the file once: the prefix is hashed (one sequential XXH3, or SHA-256
+// without a PrefixHash: the cost of proving it unchanged) and the rest is
+// hashed as it is parsed, so that at the end the digest of the whole file
+// is known without reading it again.
 type AppendSource struct {
 	Source
 	opt    AppendOptions
 	lines  int64 // lines in the prefix
-	sum    hash.Hash
+	sum, x hash.Hash
 	seen   map[string]struct{}
 	finger wire.SourceFingerprint
 }
@@ -93,14 +97,31 @@ func (s *AppendSource) open() error {
 	if err := s.readHeader(line, Options{}); err != nil {
 		return err
 	}
-	s.sum = sha256.New()
+	var state normalize.PrefixHash
+	if p := s.opt.Prefix; p != nil {
+		if n, ok := normalize.SHA256StateLength(p.SHA256State); !ok || n != uint64(s.opt.Offset) {
+			return fmt.Errorf("%s: the recorded hash state is not one of its first %d bytes: %w", s.path, s.opt.Offset, ErrNotAppended)
+		}
+		state = *p
+	}
+	sha, x, ok := normalize.NewPrefixHashes(state)
+	if !ok {
+		return fmt.Errorf("%s: the recorded hash state cannot be restored: %w", s.path, ErrNotAppended)
+	}
+	s.sum, s.x = sha, x
+	// With a PrefixHash the prefix goes to the XXH3 only: sha already
+	// holds it.
+	var prefixSum io.Writer = io.MultiWriter(sha, x)
+	if s.opt.Prefix != nil {
+		prefixSum = x
+	}
 	buf := prefixBuffers.Get()
 	defer prefixBuffers.Put(buf)
 	var last byte
 	for off := int64(0); off < s.opt.Offset; {
 		n, err := s.f.ReadAt(buf[:min(int64(len(buf)), s.opt.Offset-off)], off)
 		if n > 0 {
-			s.sum.Write(buf[:n])
+			prefixSum.Write(buf[:n])
 			s.lines += int64(bytes.Count(buf[:n], []byte{'\n'}))
 			last = buf[n-1]
 			off += int64(n)
@@ -109,22 +130,34 @@ func (s *AppendSource) open() error {
 			return &readers.RefusedError{Path: s.path, Class: readers.ClassIO, Reason: "read: " + err.Error(), Err: err}
 		}
 	}
-	var got [32]byte
-	s.sum.Sum(got[:0])
+	var changed bool
+	if p := s.opt.Prefix; p != nil {
+		var got [16]byte
+		x.Sum(got[:0])
+		changed = got != p.XXH3
+	} else {
+		var got [32]byte
+		sha.Sum(got[:0])
+		changed = got != s.opt.SHA256
+	}
 	switch {
-	case got != s.opt.SHA256:
+	case changed:
 		return fmt.Errorf("%s: its first %d bytes changed: %w", s.path, s.opt.Offset, ErrNotAppended)
 	case last != '\n':
 		return fmt.Errorf("%s: the last line of its first %d bytes had no newline: %w", s.path, s.opt.Offset, ErrNotAppended)
 	}
 	// The rest is hashed as the line reader consumes it.
-	rest := io.TeeReader(io.NewSectionReader(s.f, s.opt.Offset, math.MaxInt64), s.sum)
+	rest := io.TeeReader(io.NewSectionReader(s.f, s.opt.Offset, math.MaxInt64), io.MultiWriter(s.sum, s.x))
 	s.lr = normalize.NewLineReader(rest, normalize.LineBufferSize, MaxLineBytes, false)
 	return nil
 }
 
 // Lines is the number of lines before the appended ones.
 func (s *AppendSource) Lines() int64 { return s.lines }
+
+// Prefix is the PrefixHash of the whole file as it was read (valid when
+// Fingerprint is): what the next refresh continues from.
+func (s *AppendSource) Prefix() normalize.PrefixHash { return s.prefix }
 
 // Fingerprint is the source fingerprint of the whole file as it was read:
 // valid once Next has returned io.EOF (the file's size and identity were
@@ -220,6 +253,7 @@ func (s *AppendSource) end() error {
 	if !ok {
 		return s.refuse(0, readers.ClassIO, "no file identity", nil)
 	}
+	s.prefix = normalize.PrefixOf(s.sum, s.x)
 	s.finger = wire.SourceFingerprint{
 		ByteLength: uint64(s.size),
 		SHA256:     hex.EncodeToString(s.sum.Sum(nil)),

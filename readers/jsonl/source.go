@@ -39,6 +39,7 @@ type Source struct {
 	header readers.Header
 	size   int64
 	digest [32]byte
+	prefix normalize.PrefixHash
 	graph  *normalize.Builder
 	lr     *normalize.LineReader // pass 2
 	err    error                 // sticky: io.EOF, the refusal that ended the stream, or os.ErrClosed
@@ -118,6 +119,10 @@ func (s *Source) BytesRead() int64 {
 // SHA256 is the digest of the whole file as Open read it. Once Next has
 // returned io.EOF, the entries are known to come from exactly these bytes.
 func (s *Source) SHA256() [32]byte { return s.digest }
+
+// Prefix is the PrefixHash of the whole file as Open read it: what a later
+// OpenAppend of the file, grown, continues from.
+func (s *Source) Prefix() normalize.PrefixHash { return s.prefix }
 
 // FileInfo is the file's status (fstat) when it was opened; it was checked
 // unchanged after pass 1, and is what a source fingerprint's fileIdentity
@@ -239,7 +244,7 @@ func (s *Source) scan(opt Options) error {
 		}
 		s.graph.Add(lr.Line(), start, e)
 	}
-	s.size, s.digest = lr.Offset(), lr.Digest()
+	s.size, s.digest, s.prefix = lr.Offset(), lr.Digest(), lr.Prefix()
 	if err := s.unchanged(); err != nil {
 		return err
 	}

@@ -157,3 +157,12 @@ func (lr *LineReader) Digest() (d [32]byte) {
 	}
 	return d
 }
+
+// Prefix returns the PrefixHash of every byte consumed so far (zero unless
+// the reader was made hashed).
+func (lr *LineReader) Prefix() PrefixHash {
+	if lr.sum == nil {
+		return PrefixHash{}
+	}
+	return lr.sum.prefix()
+}

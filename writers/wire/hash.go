@@ -26,6 +26,10 @@ func CRC32C(b []byte) string {
 	return FormatCRC32C(crc32.Checksum(b, castagnoli))
 }
 
+// UpdateCRC32C returns the CRC-32C of the bytes crc was the CRC-32C of
+// followed by b (crc 0 starts).
+func UpdateCRC32C(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }
+
 // CRC32CValue returns the CRC-32C of b as a number.
 func CRC32CValue(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
