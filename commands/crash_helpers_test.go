@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -214,6 +215,46 @@ func (tr *crashTree) reset(tb testing.TB) {
 		tb.Fatal(err)
 	}
 	fixtures.CopyTree(tb, tr.tpl, tr.root)
+	tr.repointRefreshRecord(tb)
+}
+
+// repointRefreshRecord makes the tree's refresh record name the copied
+// sidecars' manifests (a copy gives them new inodes, which the record
+// would take for sidecars rebuilt since): the tree is then, to pisess, the
+// one the setup migrated, and its refreshes are incremental as they were
+// there.
+func (tr *crashTree) repointRefreshRecord(tb testing.TB) {
+	tb.Helper()
+	path := filepath.Join(tr.root, discover.PisessDir, "refresh.json")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var doc map[string]any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&doc); err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	sessions, _ := doc["sessions"].(map[string]any)
+	for rel, e := range sessions {
+		rec, _ := e.(map[string]any)
+		fi, err := os.Lstat(filepath.Join(discover.SidecarPath(filepath.Join(tr.root, rel)), "manifest.json"))
+		if rec == nil || err != nil {
+			continue
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		rec["manifestDev"], rec["manifestIno"] = json.Number(strconv.FormatUint(uint64(st.Dev), 10)), json.Number(strconv.FormatUint(st.Ino, 10))
+	}
+	if b, err = json.Marshal(doc); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // run runs pisess on the tree with env.
@@ -380,6 +421,11 @@ func (tr *crashTree) checkAfterKill(tb testing.TB) {
 			tb.Errorf("%s: status: %v", s.name, err)
 		case st.Class == verify.ClassMigrated:
 		case st.Class == verify.ClassStale && isOld:
+		case !isOld && !cleanState(tb, s.sidecar) && tr.discarded(tb, s):
+			// Continued in place and killed before its commit: the
+			// journal gave the old sidecar up (reproducible from the
+			// source) and this one is not clean, so pi reads the
+			// session file; the next run rebuilds it.
 		default:
 			tb.Errorf("%s: the sidecar left by the kill is %s (old store: %t): %v", s.name, st.Class, isOld, st.Findings)
 		}
@@ -388,6 +434,23 @@ func (tr *crashTree) checkAfterKill(tb testing.TB) {
 		}
 	}
 	tr.checkJournal(tb)
+}
+
+// cleanState reports whether the sidecar's source-state.json reads as
+// clean with a fingerprint (pi then judges the sidecar by it), or is
+// missing (pi then verifies the sidecar whole): anything else, dirty or
+// unreadable, makes pi read the session file (FORMAT.md §8).
+func cleanState(tb testing.TB, sidecar string) bool {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(sidecar, "source-state.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st, err := wire.ParseSourceState(b)
+	return err == nil && st.State == wire.SourceClean && st.SourceFingerprint != nil
 }
 
 // checkFingerprint checks that a clean source-state.json of s's sidecar
@@ -402,11 +465,9 @@ func (tr *crashTree) checkFingerprint(tb testing.TB, s *crashSession) {
 		tb.Fatal(err)
 	}
 	st, err := wire.ParseSourceState(b)
-	if err != nil {
-		tb.Errorf("%s: source-state.json %q: %v", s.name, b, err)
-		return
-	}
-	if st.State != wire.SourceClean || st.SourceFingerprint == nil {
+	if err != nil || st.State != wire.SourceClean || st.SourceFingerprint == nil {
+		// Dirty, or cut short by a kill while written in place (as the
+		// reference writes it): stale to pi, which reads the source.
 		return
 	}
 	fi, err := os.Stat(s.path)
@@ -650,15 +711,33 @@ func crashBudgetBytes(t *testing.T, tr *crashTree, sc crashScenario) int64 {
 	return lo
 }
 
-// crashStaleVector is the session made stale in the crash trees.
-const crashStaleVector = "realpi/01a20023-732f-76a7-9e9a-06341b94d760"
+// crashStaleVector is the session made stale in the crash trees by an
+// entry appended after its last, as pi appends: the refresh continues its
+// sidecar in place. crashBranchVector is made stale by an entry that
+// continues its first entry (pi's branching back): the refresh goes
+// through a staging copy, displacing the old sidecar.
+const (
+	crashStaleVector  = "realpi/01a20023-732f-76a7-9e9a-06341b94d760"
+	crashBranchVector = "accept/tricky"
+)
 
-// makeStale migrates the stale vector's session alone, then appends a valid
-// entry to its source the way pi does: the next migrate refreshes it,
-// displacing the old sidecar.
+// crashStaleSessions is how many sessions makeStale makes stale.
+const crashStaleSessions = 2
+
+// makeStale migrates the stale vectors' sessions alone, then appends a
+// valid entry to each source the way pi does: the next migrate refreshes
+// them, one in place and one through a staging copy.
 func (tr *crashTree) makeStale(tb testing.TB) {
 	tb.Helper()
-	s := tr.session(tb, crashStaleVector)
+	tr.appendStale(tb, crashStaleVector, "c0ffee01", func(ids []string) string { return ids[len(ids)-1] })
+	tr.appendStale(tb, crashBranchVector, "c0ffee02", func(ids []string) string { return ids[0] })
+}
+
+// appendStale migrates the vector's session alone, then appends an entry
+// id whose parent parent picks from the session's entry ids.
+func (tr *crashTree) appendStale(tb testing.TB, vector, id string, parent func(ids []string) string) {
+	tb.Helper()
+	s := tr.session(tb, vector)
 	out := tr.run(tb, nil, "migrate", "--json", "--max-segment-bytes", crashSegmentBytes, "--correlation-id", "run-crash-setup", s.path)
 	if out.killed || out.code != ExitClean {
 		tb.Fatalf("migrate %s: %s", s.path, out)
@@ -667,14 +746,22 @@ func (tr *crashTree) makeStale(tb testing.TB) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	var last struct {
-		ID string `json:"id"`
+	var ids []string
+	for i, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		var e struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			tb.Fatalf("%s line %d: %v", s.path, i+1, err)
+		}
+		if i > 0 && e.ID != "" {
+			ids = append(ids, e.ID)
+		}
 	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.ID == "" {
-		tb.Fatalf("%s: last line has no id (%v)", s.path, err)
+	if len(ids) == 0 {
+		tb.Fatalf("%s: no entry ids", s.path)
 	}
-	line := `{"type":"message","id":"c0ffee01","parentId":"` + last.ID + `","timestamp":"2026-01-05T10:00:01.000Z",` +
+	line := `{"type":"message","id":"` + id + `","parentId":"` + parent(ids) + `","timestamp":"2026-01-05T10:00:01.000Z",` +
 		`"message":{"role":"user","content":"appended after the migration","timestamp":1767607201000}}` + "\n"
 	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {

@@ -34,7 +34,11 @@ hash chain, index, manifest, invariants, acceptance rules, source fingerprint
 unchanged), given a clean source-state.json, and renamed into <stem>.v2. A
 displaced sidecar goes to <tree>/.pisess/quarantine/<correlation id>/, and is
 not kept when pisess built it and the source still holds the bytes it was
-built from (--keep-displaced keeps it). A session refused before and unchanged
+built from (--keep-displaced keeps it). A stale sidecar whose session only
+gained whole lines since pisess built it is continued in place instead: it is
+marked dirty (pi then reads the session file), the new entries are appended,
+sealed and verified, and a clean source-state.json commits it; a rollback of
+that run takes the sidecar away. A session refused before and unchanged
 since is not read again (<tree>/.pisess/refused.json). Leftovers of a run that
 died holding the tree lock are repaired first, as fsck --repair would.
 Every phase is a migration_event.v1 record carrying the run's correlation id
@@ -52,7 +56,7 @@ and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 			&cli.Int64Flag{Name: "max-segment-bytes", Value: 64 << 20, Usage: "segment rollover size, at most 64 MiB (the most pi reads)"},
 			&cli.DurationFlag{Name: "lock-timeout", Value: engine.DefaultLockTimeout, Usage: "how long to wait for a session lock before reporting the session busy"},
 			lockWaitFlag(),
-			&cli.BoolFlag{Name: "keep-displaced", Usage: "keep every sidecar a refresh replaces in the quarantine, even one reproducible from the source"},
+			&cli.BoolFlag{Name: "keep-displaced", Usage: "keep every sidecar a refresh replaces in the quarantine, even one reproducible from the source (refreshes then go through a staging copy, never in place)"},
 		},
 		Action: func(c *cli.Context) error {
 			clock, err := ClockFromEnv()

@@ -645,10 +645,13 @@ func (j *sessionJob) ours() (bool, string) {
 	if j.installed != nil {
 		if want, ok := parseIdentity(j.installed.Detail); ok {
 			got, err := identityOf(j.sidecar)
-			if err == nil && got == want {
-				return true, ""
+			switch {
+			case err != nil || got != want:
+				return false, fmt.Sprintf("the sidecar at %s is not the directory the run installed (%s)%s", j.sidecar, want, j.laterRuns())
+			case j.continuedLater():
+				return false, fmt.Sprintf("the sidecar at %s was continued in place after the run%s", j.sidecar, j.laterRuns())
 			}
-			return false, fmt.Sprintf("the sidecar at %s is not the directory the run installed (%s)%s", j.sidecar, want, j.laterRuns())
+			return true, ""
 		}
 	}
 	evs, err := ledger.ReadStoreEvents(j.sidecar)
@@ -665,6 +668,22 @@ func (j *sessionJob) ours() (bool, string) {
 		return true, ""
 	}
 	return false, fmt.Sprintf("the sidecar at %s holds no event of run %s%s", j.sidecar, j.r.cid, j.laterRuns())
+}
+
+// continuedLater reports whether a later run continued the sidecar in
+// place (the same directory): its ledger, which such a refresh replaces
+// with its own events, then holds none of this run's.
+func (j *sessionJob) continuedLater() bool {
+	evs, err := ledger.ReadStoreEvents(j.sidecar)
+	if err != nil || len(evs) == 0 {
+		return false
+	}
+	for _, ev := range evs {
+		if ev.CorrelationID == j.r.cid {
+			return false
+		}
+	}
+	return true
 }
 
 // laterRuns names the runs whose events the sidecar in place holds.

@@ -18,6 +18,13 @@ const (
 	fpAfterDisplacedNote    = "rollback.after-displaced-note"     // displaced note written: cutover complete
 )
 
+// The failpoints of CommitInPlace (PrepareInPlace has markDirty's).
+const (
+	fpBeforeInPlaceRecord = "rollback.before-in-place-record" // sidecar continued, sealed, verified, still dirty
+	fpAfterInPlaceRecord  = "rollback.after-in-place-record"  // cutover_commit and the installed note synced; still dirty
+	fpAfterInPlaceClean   = "rollback.after-in-place-clean"   // clean source-state written: committed
+)
+
 // The failpoints of ByCorrelation.
 const (
 	fpBeforeGrownCopy         = "rollback.before-grown-copy"         // a changed upgraded source is about to be copied aside
@@ -65,6 +72,7 @@ var (
 		fpBeforeQuarantineBkp, fpAfterQuarantineBackup,
 		fpAfterDisplacedNote,
 	}
+	inPlaceFailpoints     = []string{fpBeforeInPlaceRecord, fpAfterInPlaceRecord, fpAfterInPlaceClean}
 	correlationFailpoints = []string{
 		fpBeforeGrownCopy, fpAfterGrownCopy,
 		fpBeforeSidecarQuarantine, fpAfterSidecarQuarantine,
@@ -88,7 +96,7 @@ var (
 )
 
 func init() {
-	for _, list := range [][]string{cutoverFailpoints, correlationFailpoints, checkpointFailpoints} {
+	for _, list := range [][]string{cutoverFailpoints, inPlaceFailpoints, correlationFailpoints, checkpointFailpoints} {
 		for _, name := range list {
 			durable.Register(name)
 		}
@@ -108,6 +116,7 @@ func CheckpointFailpoints() []string { return append([]string(nil), checkpointFa
 // Failpoints returns every failpoint of this package.
 func Failpoints() []string {
 	out := CutoverFailpoints()
+	out = append(out, inPlaceFailpoints...)
 	out = append(out, correlationFailpoints...)
 	return append(out, checkpointFailpoints...)
 }

@@ -62,6 +62,9 @@ type StageResult struct {
 	// with ChainHash, what verification compares the frames read back
 	// against, instead of reading the source again.
 	EntryDigest [32]byte
+	// IndexSHA256 and ManifestSHA256 are the hex digests of the index and
+	// the manifest as written (for the refresh record).
+	IndexSHA256, ManifestSHA256 string
 }
 
 // Stage creates a store in dir (which must not exist, or be an empty
@@ -153,9 +156,10 @@ func finish(w *store.Writer, h readers.Header, opt StageOptions) (StageResult, e
 		return StageResult{}, err
 	}
 	return StageResult{
-		Manifest:  m,
-		Entries:   m.Counters.EntriesTotal,
-		Bytes:     m.Counters.BytesTotal,
-		ChainHash: m.Integrity.ChainHash,
+		Manifest:    m,
+		Entries:     m.Counters.EntriesTotal,
+		Bytes:       m.Counters.BytesTotal,
+		ChainHash:   m.Integrity.ChainHash,
+		IndexSHA256: w.IndexSHA256(), ManifestSHA256: w.ManifestSHA256(),
 	}, nil
 }

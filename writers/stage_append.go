@@ -67,10 +67,6 @@ func stageAppend(ctx context.Context, base string, open OpenAppended, dir string
 	// appended entry asks what w holds, and on two cores the refresh of a
 	// large session then takes the longer of the two, not their sum.
 	var w *store.Writer
-	type opened struct {
-		src readers.Source
-		err error
-	}
 	ch := make(chan opened, 1)
 	go func() {
 		src, err := open(func(id string) bool { return w.Has(id) })
@@ -94,9 +90,8 @@ func stageAppend(ctx context.Context, base string, open OpenAppended, dir string
 	}
 	src := o.src
 	h := src.Header()
-	if h.ID != b.Manifest.SessionID || wire.SourceFormat(h.Format) != b.Manifest.SourceFormat {
-		return AppendResult{}, fmt.Errorf("stage %s: the source is session %s (%s), the base store %s (%s): %w",
-			dir, h.ID, h.Format, b.Manifest.SessionID, b.Manifest.SourceFormat, store.ErrNotResumable)
+	if err := sameSession(h, b); err != nil {
+		return AppendResult{}, fmt.Errorf("stage %s: %w", dir, err)
 	}
 	res.Base = b
 	for {
@@ -125,4 +120,20 @@ func stageAppend(ctx context.Context, base string, open OpenAppended, dir string
 	}
 	res.StageResult = st
 	return res, nil
+}
+
+// opened is a source opened beside the check of its base store.
+type opened struct {
+	src readers.Source
+	err error
+}
+
+// sameSession refuses a source whose header is not base's session and
+// format (store.ErrNotResumable).
+func sameSession(h readers.Header, b store.Base) error {
+	if h.ID != b.Manifest.SessionID || wire.SourceFormat(h.Format) != b.Manifest.SourceFormat {
+		return fmt.Errorf("the source is session %s (%s), the base store %s (%s): %w",
+			h.ID, h.Format, b.Manifest.SessionID, b.Manifest.SourceFormat, store.ErrNotResumable)
+	}
+	return nil
 }

@@ -155,6 +155,10 @@ type MigrateOptions struct {
 	// KeepDisplaced keeps every sidecar a refresh displaces in the
 	// quarantine, reproducible ones included (--keep-displaced).
 	KeepDisplaced bool
+	// CopyRefresh refreshes a sidecar through a staging copy even where it
+	// could be continued in place (KeepDisplaced implies it: a sidecar
+	// continued in place displaces nothing to keep).
+	CopyRefresh bool
 	// LockWait is how long to wait for a tree lock another run holds
 	// (--lock-wait); 0: exit 32 at once.
 	LockWait time.Duration
@@ -184,6 +188,9 @@ type Env struct {
 	// Refresh is the session's tree's refresh record (nil: every refresh
 	// is a full rebuild, and nothing is recorded).
 	Refresh *refreshRecords
+	// InPlace lets an incremental refresh continue the sidecar where it
+	// lies (refreshInPlace) instead of through a staging copy.
+	InPlace bool
 	// slot, when set, is the session's place in runJobs' pipeline.
 	slot *buildSlot
 }
@@ -339,7 +346,8 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		ops.Seals = &durable.SyncGroup{} // the jobs share their seals
 	}
 	env := Env{Clock: opt.Clock, Ops: ops, MaxSegmentBytes: opt.MaxSegmentBytes,
-		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: log}
+		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: log,
+		InPlace: !opt.KeepDisplaced && !opt.CopyRefresh}
 	var dq *discarder
 	if !opt.DryRun && !opt.KeepDisplaced {
 		dq = newDiscarder(opt.CorrelationID, func() string { return wire.FormatTimestamp(env.now()) })

@@ -10,6 +10,7 @@ import (
 
 	"pisess/fixtures"
 	"pisess/readers/discover"
+	"pisess/verify"
 	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
@@ -34,24 +35,34 @@ func TestMigrateInjectedFaults(t *testing.T) {
 		// parent directory's fsync): the new sidecar is visible, and must
 		// then be the whole verified store.
 		installed bool
+		// inPlace: the refresh continues the sidecar in place (the other
+		// refreshes go through a staging copy). A fault after the sidecar
+		// was marked dirty leaves it so: not what pi reads.
+		inPlace bool
 	}{
-		{"ENOSPC on a segment write", durable.FaultRule{Op: durable.FaultWrite, Pattern: "*.seg", Err: syscall.ENOSPC}, false, false},
-		{"ENOSPC on the index write", durable.FaultRule{Op: durable.FaultWrite, Pattern: "offsets.jsonl", Err: syscall.ENOSPC}, false, false},
+		{"ENOSPC on a segment write", durable.FaultRule{Op: durable.FaultWrite, Pattern: "*.seg", Err: syscall.ENOSPC}, false, false, false},
+		{"ENOSPC on the index write", durable.FaultRule{Op: durable.FaultWrite, Pattern: "offsets.jsonl", Err: syscall.ENOSPC}, false, false, false},
 		// The store ledger's events are written with one write.
-		{"ENOSPC on the store ledger", durable.FaultRule{Op: durable.FaultWrite, Pattern: "ledger.jsonl", Err: syscall.ENOSPC}, false, false},
-		{"ENOSPC on source-state.json", durable.FaultRule{Op: durable.FaultWrite, Pattern: "source-state.json", Err: syscall.ENOSPC}, false, false},
+		{"ENOSPC on the store ledger", durable.FaultRule{Op: durable.FaultWrite, Pattern: "ledger.jsonl", Err: syscall.ENOSPC}, false, false, false},
+		{"ENOSPC on source-state.json", durable.FaultRule{Op: durable.FaultWrite, Pattern: "source-state.json", Err: syscall.ENOSPC}, false, false, false},
 		// The staging store is written without fsyncs and sealed by one
 		// syncfs on its directory, which reports the writeback error of
 		// any of its files.
-		{"EIO on the staging seal", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.v2.staging.*", Err: syscall.EIO}, false, false},
-		{"EACCES on the manifest temp rename", durable.FaultRule{Op: durable.FaultRename, Pattern: "manifest.json.tmp", Err: syscall.EACCES}, false, false},
-		{"EACCES on the staging to sidecar rename", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.staging.*", Err: syscall.EACCES}, false, false},
-		{"EACCES on the staging to sidecar rename, refresh", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.staging.*", Err: syscall.EACCES}, true, false},
-		{"EACCES on displacing the old sidecar", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.backup.*", Err: syscall.EACCES}, true, false},
-		{"EIO on the staging seal, refresh", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.v2.staging.*", Err: syscall.EIO}, true, false},
+		{"EIO on the staging seal", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.v2.staging.*", Err: syscall.EIO}, false, false, false},
+		{"EACCES on the manifest temp rename", durable.FaultRule{Op: durable.FaultRename, Pattern: "manifest.json.tmp", Err: syscall.EACCES}, false, false, false},
+		{"EACCES on the staging to sidecar rename", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.staging.*", Err: syscall.EACCES}, false, false, false},
+		{"EACCES on the staging to sidecar rename, refresh", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.staging.*", Err: syscall.EACCES}, true, false, false},
+		{"EACCES on displacing the old sidecar", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.backup.*", Err: syscall.EACCES}, true, false, false},
+		{"EIO on the staging seal, refresh", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.v2.staging.*", Err: syscall.EIO}, true, false, false},
 		// The session directory is fsynced once: after the install rename
 		// (the staging directory's creation is sealed with the store).
-		{"EIO on the directory fsync after the install", durable.FaultRule{Op: durable.FaultSync, Pattern: "--home-u-proj--", Err: syscall.EIO}, false, true},
+		{"EIO on the directory fsync after the install", durable.FaultRule{Op: durable.FaultSync, Pattern: "--home-u-proj--", Err: syscall.EIO}, false, true, false},
+		{"ENOSPC on a segment write, in place", durable.FaultRule{Op: durable.FaultWrite, Pattern: "*.seg", Err: syscall.ENOSPC}, true, false, true},
+		{"ENOSPC on the index write, in place", durable.FaultRule{Op: durable.FaultWrite, Pattern: "offsets.jsonl", Err: syscall.ENOSPC}, true, false, true},
+		// The first sync of the sidecar directory is marking it dirty.
+		{"EIO on the sidecar seal, in place", durable.FaultRule{Op: durable.FaultSync, Pattern: "victim.v2", Err: syscall.EIO, Skip: 1}, true, false, true},
+		{"ENOSPC on source-state.json, in place", durable.FaultRule{Op: durable.FaultWrite, Pattern: "source-state.json", Err: syscall.ENOSPC}, true, false, true},
+		{"EACCES on the manifest temp rename, in place", durable.FaultRule{Op: durable.FaultRename, Pattern: "manifest.json.tmp", Err: syscall.EACCES}, true, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,6 +80,7 @@ func TestMigrateInjectedFaults(t *testing.T) {
 
 			opt := migOptions(session)
 			opt.Ops = durable.FaultyOps(tt.rule)
+			opt.CopyRefresh = !tt.inPlace
 			rep := migRun(t, opt)
 			s := migResult(t, rep, session)
 			if s.Outcome != OutcomeFailed || s.Error == nil ||
@@ -81,7 +93,18 @@ func TestMigrateInjectedFaults(t *testing.T) {
 			if rep.Tally().Left() != 1 {
 				t.Errorf("tally %+v", rep.Tally())
 			}
-			if tt.refresh {
+			if tt.inPlace {
+				// Marked dirty before its first byte changed (so the
+				// refresh did go in place): not a sidecar pi reads as
+				// fresh.
+				d := migDigestDiff(oldStore, fixtures.TreeDigest(t, sidecar), nil)
+				if len(d) == 0 {
+					t.Error("the sidecar is as it was: the refresh did not try to continue it in place")
+				}
+				if st, err := verify.StatusFast(session); err != nil || st.Class == verify.ClassMigrated {
+					t.Errorf("the sidecar changed %v and is %s (%v)", d, st.Class, err)
+				}
+			} else if tt.refresh {
 				if d := migDigestDiff(oldStore, fixtures.TreeDigest(t, sidecar), nil); len(d) > 0 {
 					t.Errorf("the old sidecar changed: %v", d)
 				}

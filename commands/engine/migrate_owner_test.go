@@ -86,6 +86,24 @@ func TestMigrateOwnership(t *testing.T) {
 			if bad := trees.Owned(t, dir, nobody, nobody, nil); len(bad) > 0 {
 				t.Errorf("paths not owned by %d:%d with private modes:\n%s", nobody, nobody, strings.Join(bad, "\n"))
 			}
+
+			// pi appends again (a segment small enough to roll over):
+			// the refresh continues the sidecar in place, and what it
+			// creates there (a segment, the manifest and ledger through
+			// tmp/) is the session owner's too.
+			migAppend(t, a, migEntryLine("f0000002", "f0000001", strings.Repeat("more ", 300))+
+				migEntryLine("f0000003", "f0000002", strings.Repeat("more ", 300)))
+			inPlace := migOptions(dir)
+			inPlace.MaxSegmentBytes = 4096
+			third := migRun(t, inPlace)
+			incRefreshedBy(t, third, []string{a}, incInPlace)
+			if segs, _ := os.ReadDir(filepath.Join(discover.SidecarPath(a), "segments")); len(segs) < 2 {
+				t.Fatalf("%d segments: the refresh in place did not roll over", len(segs))
+			}
+			migCheckInstalled(t, a, third.CorrelationID, nobody, nobody)
+			if bad := trees.Owned(t, dir, nobody, nobody, nil); len(bad) > 0 {
+				t.Errorf("after the refresh in place, paths not owned by %d:%d with private modes:\n%s", nobody, nobody, strings.Join(bad, "\n"))
+			}
 		})
 	}
 }

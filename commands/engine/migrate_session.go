@@ -415,7 +415,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		return res
 	}
 
-	return x.install(ctx, res, staging, passed, v, uid, gid, func() error { return sourceUnchanged(s.Path, rec) }, st.Manifest, &keep)
+	return x.install(ctx, res, staging, passed, v, uid, gid, func() error { return sourceUnchanged(s.Path, rec) }, st, &keep)
 }
 
 // install is the end of every build, full or incremental: the staging
@@ -425,23 +425,14 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 // event. installed is set once the staging directory has been renamed
 // into place (the caller must not remove it then).
 func (x *session) install(ctx context.Context, res SessionResult, staging string, passed verify.Passed, v wire.Verification,
-	uid, gid int, unchanged func() error, m wire.Manifest, installed *bool) SessionResult {
+	uid, gid int, unchanged func() error, st writers.StageResult, installed *bool) SessionResult {
 	env, s := x.env, x.s
-	none := wire.Verification{}
 	sops := env.Ops
 	sops.DeferSync = true
 	// The store's own ledger holds the events of its migration, written
 	// before it becomes visible (as the reference writes its completed
 	// event into the staging store): the rename publishes them all.
-	var evs []wire.MigrationEvent
-	for _, ph := range []wire.Phase{wire.PhasePlanned, wire.PhaseStagingCopy, wire.PhaseIntegrityCheck, wire.PhaseCutoverCommit, wire.PhaseCompleted} {
-		ev := x.event(ph, v, wire.OutcomeOK, "")
-		if ph == wire.PhasePlanned || ph == wire.PhaseStagingCopy {
-			ev.Verification = none
-		}
-		evs = append(evs, ev)
-	}
-	if err := ledger.AppendStoreEventsWith(sops, staging, evs...); err != nil {
+	if err := ledger.AppendStoreEventsWith(sops, staging, x.storeEvents(v)...); err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("store ledger: %w", err))
 	}
 	fp := passed.Fingerprint()
@@ -476,7 +467,7 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 	}
 	*installed = true
 	durable.Failpoint(fpAfterCutover)
-	x.remember(fp, m)
+	x.remember(fp, st)
 	res.Displaced, res.syncDirs = cut.Displaced, cut.SyncDirs
 	if cut.Warning != "" {
 		res.Notes = append(res.Notes, cut.Warning)
@@ -487,6 +478,20 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 	durable.Failpoint(fpAfterCompleted)
 	res.Outcome = OutcomeDone
 	return res
+}
+
+// storeEvents are the events of the session's migration that its store's
+// own ledger holds.
+func (x *session) storeEvents(v wire.Verification) []wire.MigrationEvent {
+	var evs []wire.MigrationEvent
+	for _, ph := range []wire.Phase{wire.PhasePlanned, wire.PhaseStagingCopy, wire.PhaseIntegrityCheck, wire.PhaseCutoverCommit, wire.PhaseCompleted} {
+		ev := x.event(ph, v, wire.OutcomeOK, "")
+		if ph == wire.PhasePlanned || ph == wire.PhaseStagingCopy {
+			ev.Verification = wire.Verification{}
+		}
+		evs = append(evs, ev)
+	}
+	return evs
 }
 
 // sourceFingerprint fills rec's fingerprint: the one a JSONL source took

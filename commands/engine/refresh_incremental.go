@@ -2,12 +2,9 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,43 +141,20 @@ func manifestIdentity(sidecar string) (dev, ino uint64, ok bool) {
 	return uint64(st.Dev), st.Ino, true
 }
 
-// fileSHA256 hashes a file of the sidecar (the empty digest when there is
-// none: an empty store has no index).
-func fileSHA256(path string) (string, error) {
-	f, err := durable.OS.OpenNoFollow(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return store.IndexDigest(nil), nil
-	}
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 // remember records the sidecar just installed from the source bytes fp
-// describes (nothing when the run keeps no record, or the store's identity
-// cannot be read: the next refresh is then a full one).
-func (x *session) remember(fp wire.SourceFingerprint, m wire.Manifest) {
+// describes, st the store as its writer wrote it (nothing when the run
+// keeps no record, or the store's identity cannot be read: the next
+// refresh is then a full one). The digests are the writer's, not read
+// back: the verification read the files and found what was written.
+func (x *session) remember(fp wire.SourceFingerprint, st writers.StageResult) {
 	if x.env.Refresh == nil || x.s.Rel == "" || x.s.Format != readers.FormatJSONLv3 {
 		return
 	}
 	dev, ino, ok := manifestIdentity(x.sidecar)
-	if !ok {
+	if !ok || st.IndexSHA256 == "" || st.ManifestSHA256 == "" {
 		return
 	}
-	idx, err := fileSHA256(store.IndexPath(x.sidecar))
-	if err != nil {
-		return
-	}
-	man, err := fileSHA256(store.ManifestPath(x.sidecar))
-	if err != nil {
-		return
-	}
+	m, idx, man := st.Manifest, st.IndexSHA256, st.ManifestSHA256
 	r := refreshRecord{
 		SourceBytes: int64(fp.ByteLength), SourceSHA256: fp.SHA256,
 		Entries: m.Counters.EntriesTotal, ChainHash: m.Integrity.ChainHash, IndexSHA256: idx,
@@ -203,17 +177,17 @@ func (x *session) remember(fp wire.SourceFingerprint, m wire.Manifest) {
 // rebuilds from the whole source. It runs under the session lock.
 func (x *session) refreshAppended(ctx context.Context, res SessionResult) (SessionResult, bool) {
 	env, s := x.env, x.s
-	if env.Refresh == nil || env.DryRun || env.Force || res.Action != PlanRefresh ||
-		s.Format != readers.FormatJSONLv3 || s.Rel == "" {
-		return res, false
-	}
-	rec, ok := env.Refresh.get(s.Rel)
+	rec, sum, ok := x.appendRecord(res)
 	if !ok {
 		return res, false
 	}
-	sum, ok := rec.sha()
-	if dev, ino, idok := manifestIdentity(x.sidecar); !ok || !idok || dev != rec.ManifestDev || ino != rec.ManifestIno {
-		return res, false
+	if env.InPlace && rec.ManifestSHA256 != "" {
+		switch r, next := x.refreshInPlace(ctx, res, rec, sum); next {
+		case inPlaceDone:
+			return r, true
+		case inPlaceRebuild:
+			return res, false
+		}
 	}
 	staging := filepath.Join(filepath.Dir(x.sidecar), filepath.Base(x.sidecar)+".staging."+strings.ReplaceAll(uuid.NewString(), "-", ""))
 	installed := false
@@ -228,14 +202,7 @@ func (x *session) refreshAppended(ctx context.Context, res SessionResult) (Sessi
 		return res, false
 	}
 	var src *jsonl.AppendSource
-	open := func(known func(string) bool) (readers.Source, error) {
-		a, err := jsonl.OpenAppend(s.Path, jsonl.AppendOptions{Offset: rec.SourceBytes, SHA256: sum, Prefix: rec.prefix(), Known: known})
-		if err != nil {
-			return nil, err
-		}
-		src = a
-		return a, nil
-	}
+	open := x.openAppended(rec, sum, &src)
 	durable.Failpoint(fpBeforeStage)
 	sops := env.Ops
 	sops.DeferSync = true // sealed once by install, as the full build's
@@ -250,13 +217,97 @@ func (x *session) refreshAppended(ctx context.Context, res SessionResult) (Sessi
 		}
 		return fallback(err)
 	}
-	b := ar.Base
-	if b.Manifest.Counters.EntriesTotal != rec.Entries || b.Manifest.Integrity.ChainHash != rec.ChainHash || b.IndexSHA256 != rec.IndexSHA256 ||
-		vouched && b.ManifestSHA256 != rec.ManifestSHA256 {
-		return fallback(errors.New("the sidecar is not the one the refresh record describes"))
+	if why := matchesRecord(ar.Base, rec); why != "" {
+		return fallback(errors.New(why))
 	}
 	durable.Failpoint(fpAfterStage)
 	return x.installAppended(ctx, res, staging, ar, src, &installed)
+}
+
+// openAppended opens the entries the session gained since rec, keeping the
+// source in *src.
+func (x *session) openAppended(rec refreshRecord, sum [32]byte, src **jsonl.AppendSource) writers.OpenAppended {
+	return func(known func(string) bool) (readers.Source, error) {
+		a, err := jsonl.OpenAppend(x.s.Path, jsonl.AppendOptions{Offset: rec.SourceBytes, SHA256: sum, Prefix: rec.prefix(), Known: known})
+		if err != nil {
+			return nil, err
+		}
+		*src = a
+		return a, nil
+	}
+}
+
+// appendRecord returns the session's refresh record and its source digest
+// when an incremental refresh may be tried: a JSONL session being
+// refreshed (not forced, not a dry run) whose sidecar is the one the
+// record describes (the same manifest.json).
+func (x *session) appendRecord(res SessionResult) (refreshRecord, [32]byte, bool) {
+	env, s := x.env, x.s
+	if env.Refresh == nil || env.DryRun || env.Force || res.Action != PlanRefresh ||
+		s.Format != readers.FormatJSONLv3 || s.Rel == "" {
+		return refreshRecord{}, [32]byte{}, false
+	}
+	rec, ok := env.Refresh.get(s.Rel)
+	if !ok {
+		return refreshRecord{}, [32]byte{}, false
+	}
+	sum, ok := rec.sha()
+	if dev, ino, idok := manifestIdentity(x.sidecar); !ok || !idok || dev != rec.ManifestDev || ino != rec.ManifestIno {
+		return refreshRecord{}, [32]byte{}, false
+	}
+	return rec, sum, true
+}
+
+// matchesRecord reports why base, the sidecar as an incremental refresh
+// read it, is not the one rec describes ("" when it is).
+func matchesRecord(b store.Base, rec refreshRecord) string {
+	if b.Manifest.Counters.EntriesTotal != rec.Entries || b.Manifest.Integrity.ChainHash != rec.ChainHash || b.IndexSHA256 != rec.IndexSHA256 ||
+		rec.ManifestSHA256 != "" && b.ManifestSHA256 != rec.ManifestSHA256 {
+		return "the sidecar is not the one the refresh record describes"
+	}
+	return ""
+}
+
+// verifyAppended verifies dir, a store that src's appended entries were
+// written into (a staging copy or the sidecar itself), fills res's
+// verification, counts and the incremental note, and records the
+// staging_copy and integrity_check events. A store that fails its
+// verification gives an invalid Passed (a full rebuild follows, which says
+// what is wrong if anything still is); a non-nil stop is the session's
+// result.
+func (x *session) verifyAppended(ctx context.Context, res *SessionResult, dir string, ar writers.AppendResult, src *jsonl.AppendSource, uid, gid int) (verify.Passed, wire.Verification, *SessionResult) {
+	env, s := x.env, x.s
+	none := wire.Verification{}
+	durable.Failpoint(fpBeforeVerify)
+	check := verify.AppendCheck{BaseManifest: ar.Base.Manifest, BaseLastRow: ar.Base.LastRow, BaseIndexBytes: ar.Base.IndexBytes,
+		HeaderID: src.Header().ID, Fingerprint: src.Fingerprint(), Unchanged: src.Unchanged}
+	for _, e := range ar.Appended {
+		check.Appended = append(check.Appended, verify.AppendedEntry(e))
+	}
+	passed, vrep, err := verify.VerifiedAppend(ctx, dir, s.Path, check, verify.Options{
+		SourceFormat: s.Format, MaxSegmentBytes: env.MaxSegmentBytes, Accept: &verify.AcceptOptions{OwnerUID: uid, OwnerGID: gid}})
+	if err != nil {
+		env.Log.Warn().Str("session", s.Path).Err(err).Str("findings", firstFindings(vrep.Findings, 3)).
+			Msg("incremental refresh not verified: full rebuild")
+		return verify.Passed{}, none, nil
+	}
+	v := vrep.Verification
+	res.Verification = &VerificationInfo{EntryCountMatch: v.EntryCountMatch, HashChainMatch: v.HashChainMatch, IndexConsistent: v.IndexConsistent}
+	res.Entries, res.Bytes = ar.Entries, ar.Bytes
+	for _, ph := range []wire.Phase{wire.PhaseStagingCopy, wire.PhaseIntegrityCheck} {
+		ev := x.event(ph, v, wire.OutcomeOK, "")
+		if ph == wire.PhaseStagingCopy {
+			ev.Verification = none
+		}
+		if err := x.progress(ev); err != nil {
+			r := fail(*res, "operational", err)
+			return verify.Passed{}, none, &r
+		}
+	}
+	durable.Failpoint(fpAfterVerify)
+	res.Incremental = true
+	x.prefix = src.Prefix()
+	return passed, v, nil
 }
 
 // installAppended verifies a continued staging store and installs it: the
@@ -274,36 +325,13 @@ func (x *session) installAppended(ctx context.Context, res SessionResult, stagin
 			return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("give %s to uid %d: %w", staging, uid, err)), true
 		}
 	}
-	durable.Failpoint(fpBeforeVerify)
-	check := verify.AppendCheck{BaseManifest: ar.Base.Manifest, BaseLastRow: ar.Base.LastRow, BaseIndexBytes: ar.Base.IndexBytes,
-		HeaderID: src.Header().ID, Fingerprint: src.Fingerprint(), Unchanged: src.Unchanged}
-	for _, e := range ar.Appended {
-		check.Appended = append(check.Appended, verify.AppendedEntry(e))
+	passed, v, stop := x.verifyAppended(ctx, &res, staging, ar, src, uid, gid)
+	if stop != nil {
+		return *stop, true
 	}
-	passed, vrep, err := verify.VerifiedAppend(ctx, staging, s.Path, check, verify.Options{
-		SourceFormat: s.Format, MaxSegmentBytes: env.MaxSegmentBytes, Accept: &verify.AcceptOptions{OwnerUID: uid, OwnerGID: gid}})
-	if err != nil {
-		// The full build verifies against the whole source, and says
-		// what is wrong if anything still is.
-		env.Log.Warn().Str("session", s.Path).Err(err).Str("findings", firstFindings(vrep.Findings, 3)).
-			Msg("incremental refresh not verified: full rebuild")
+	if !passed.Valid() {
 		return res, false
 	}
-	v := vrep.Verification
-	res.Verification = &VerificationInfo{EntryCountMatch: v.EntryCountMatch, HashChainMatch: v.HashChainMatch, IndexConsistent: v.IndexConsistent}
-	res.Entries, res.Bytes = ar.Entries, ar.Bytes
-	for _, ph := range []wire.Phase{wire.PhaseStagingCopy, wire.PhaseIntegrityCheck} {
-		ev := x.event(ph, v, wire.OutcomeOK, "")
-		if ph == wire.PhaseStagingCopy {
-			ev.Verification = none
-		}
-		if err := x.progress(ev); err != nil {
-			return fail(res, "operational", err), true
-		}
-	}
-	durable.Failpoint(fpAfterVerify)
-	res.Incremental = true
-	x.prefix = src.Prefix()
 	res.Notes = append(res.Notes, fmt.Sprintf("refreshed incrementally: %d entries appended to the %d copied from the sidecar",
 		len(ar.Appended), ar.Base.Manifest.Counters.EntriesTotal))
 	// The full build hashes the source again before its cutover; the
@@ -315,5 +343,5 @@ func (x *session) installAppended(ctx context.Context, res SessionResult, stagin
 		}
 		return nil
 	}
-	return x.install(ctx, res, staging, passed, v, uid, gid, unchanged, ar.Manifest, installed), true
+	return x.install(ctx, res, staging, passed, v, uid, gid, unchanged, ar.StageResult, installed), true
 }

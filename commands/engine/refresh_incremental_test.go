@@ -14,6 +14,7 @@ import (
 	"pisess/fixtures"
 	"pisess/fixtures/pi"
 	"pisess/fixtures/trees"
+	"pisess/ledger"
 	"pisess/readers/jsonl"
 	"pisess/verify"
 	"pisess/writers"
@@ -178,6 +179,41 @@ func incRefreshedAsFull(tb testing.TB, rep MigrateReport, paths []string, maxSeg
 	}
 }
 
+// How an incremental refresh went, as its note says.
+const (
+	incInPlace = "in place"
+	incCopied  = "copied from the sidecar"
+)
+
+// incRefreshedBy checks that each session of paths was refreshed how
+// (incInPlace, incCopied): in place, the sidecar holds this run's events
+// only and nothing of it went to the quarantine.
+func incRefreshedBy(tb testing.TB, rep MigrateReport, paths []string, how string) {
+	tb.Helper()
+	for _, p := range paths {
+		r := migResult(tb, rep, p)
+		if !strings.Contains(strings.Join(r.Notes, "; "), how) {
+			tb.Errorf("%s: refreshed %v, want %s", p, r.Notes, how)
+			continue
+		}
+		if how != incInPlace {
+			continue
+		}
+		if r.Displaced != "" {
+			tb.Errorf("%s: a refresh in place displaced %s", p, r.Displaced)
+		}
+		evs, err := ledger.ReadStoreEvents(discoverSidecar(p))
+		if err != nil || len(evs) != 5 {
+			tb.Fatalf("%s: the store ledger holds %d events (%v), want this run's 5", p, len(evs), err)
+		}
+		for _, ev := range evs {
+			if ev.CorrelationID != rep.CorrelationID {
+				tb.Errorf("%s: the store ledger holds an event of run %s", p, ev.CorrelationID)
+			}
+		}
+	}
+}
+
 // TestIncrementalRefreshVectors migrates every vector, appends entries to
 // each migrated session, marks its sidecar dirty as pi does, and migrates
 // again: each refresh must be incremental and byte-identical to a full
@@ -185,34 +221,38 @@ func incRefreshedAsFull(tb testing.TB, rep MigrateReport, paths []string, maxSeg
 // the appended entries roll over into new segments.
 func TestIncrementalRefreshVectors(t *testing.T) {
 	for _, maxSeg := range []int64{0, 4096} {
-		t.Run(fmt.Sprintf("max-%d", maxSeg), func(t *testing.T) {
-			opt, migrated := incMigratedVectors(t, maxSeg)
-			if len(migrated) < 20 {
-				t.Fatalf("only %d vectors migrated", len(migrated))
-			}
-			for _, p := range migrated {
-				incAppend(t, p, 5, "a1")
-				fixtures.MarkDirty(t, discoverSidecar(p))
-			}
-			rep := migRun(t, opt)
-			incRefreshedAsFull(t, rep, migrated, maxSeg)
-			if rep.Totals.Refreshed != len(migrated) {
-				t.Errorf("refreshed %d, want %d", rep.Totals.Refreshed, len(migrated))
-			}
-			// A second round continues the incremental store.
-			for _, p := range migrated[:3] {
-				incAppend(t, p, 2, "b2")
-				fixtures.MarkDirty(t, discoverSidecar(p))
-			}
-			rep = migRun(t, opt)
-			for _, p := range migrated[:3] {
-				if r := migResult(t, rep, p); !r.Incremental {
-					t.Errorf("%s: second refresh not incremental: %v", p, r.Notes)
+		for _, how := range []string{incInPlace, incCopied} {
+			t.Run(fmt.Sprintf("max-%d/%s", maxSeg, how), func(t *testing.T) {
+				opt, migrated := incMigratedVectors(t, maxSeg)
+				if len(migrated) < 20 {
+					t.Fatalf("only %d vectors migrated", len(migrated))
 				}
-				incSameAsFull(t, p, maxSeg)
-				incVerify(t, p)
-			}
-		})
+				for _, p := range migrated {
+					incAppend(t, p, 5, "a1")
+					fixtures.MarkDirty(t, discoverSidecar(p))
+				}
+				opt.CopyRefresh = how == incCopied
+				rep := migRun(t, opt)
+				incRefreshedAsFull(t, rep, migrated, maxSeg)
+				incRefreshedBy(t, rep, migrated, how)
+				if rep.Totals.Refreshed != len(migrated) {
+					t.Errorf("refreshed %d, want %d", rep.Totals.Refreshed, len(migrated))
+				}
+				// A second round continues the incremental store.
+				for _, p := range migrated[:3] {
+					incAppend(t, p, 2, "b2")
+					fixtures.MarkDirty(t, discoverSidecar(p))
+				}
+				rep = migRun(t, opt)
+				for _, p := range migrated[:3] {
+					if r := migResult(t, rep, p); !r.Incremental {
+						t.Errorf("%s: second refresh not incremental: %v", p, r.Notes)
+					}
+					incSameAsFull(t, p, maxSeg)
+					incVerify(t, p)
+				}
+			})
+		}
 	}
 }
 
@@ -478,6 +518,12 @@ func TestIncrementalRefreshBranches(t *testing.T) {
 		for _, from := range []string{"last, twice", "first", "second to last"} {
 			t.Run(fmt.Sprintf("max-%d/from %s", maxSeg, from), func(t *testing.T) {
 				opt, migrated := incMigratedVectors(t, maxSeg)
+				// A branch from before the last entry needs the old
+				// frames' links: through a staging copy, not in place.
+				how := incCopied
+				if from == "last, twice" {
+					how = incInPlace
+				}
 				var refreshed []string
 				for _, path := range migrated {
 					ids := entryIDs(t, path)
@@ -501,7 +547,9 @@ func TestIncrementalRefreshBranches(t *testing.T) {
 				if len(refreshed) < 8 {
 					t.Fatalf("only %d sessions to refresh", len(refreshed))
 				}
-				incRefreshedAsFull(t, migRun(t, opt), refreshed, maxSeg)
+				rep := migRun(t, opt)
+				incRefreshedAsFull(t, rep, refreshed, maxSeg)
+				incRefreshedBy(t, rep, refreshed, how)
 			})
 		}
 	}

@@ -328,6 +328,31 @@ func (o Ops) CreatePrivate(path string) (*File, error) {
 	return &File{f: f, o: o}, nil
 }
 
+// OpenAppendPrivate opens the existing store file path (a segment, the
+// index of an installed store) to append to it, and returns its size. It
+// must be a regular file with one link: pisess, root included, never
+// writes through a second name (ErrMultiLink) that could lead outside the
+// tree. Like CreatePrivate's, its writes are not synced: the caller seals.
+func (o Ops) OpenAppendPrivate(path string) (*File, int64, error) {
+	f, err := o.openFile(path, unix.O_WRONLY|unix.O_APPEND|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open %s: %w", path, err)
+	}
+	st, err := fstat(f)
+	switch {
+	case err != nil:
+	case !isRegular(st):
+		err = &os.PathError{Op: "open", Path: path, Err: errNotRegular}
+	case st.Nlink != 1:
+		err = &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%d)", ErrMultiLink, st.Nlink)}
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return &File{f: f, o: o}, st.Size, nil
+}
+
 // Write writes all of b or returns an error.
 func (f *File) Write(b []byte) (int, error) { return f.o.writeAll(f.f, b) }
 

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"math"
+	"slices"
 )
 
 // ErrDuplicate: Add was given an id that is a node already.
@@ -69,22 +70,32 @@ func (x *Index) LookupString(id string, key func(int32) []byte) int32 {
 
 // Insert stores node n under its key, which must not be present yet.
 func (x *Index) Insert(n int32, key func(int32) []byte) {
+	x.Reserve(x.count+1, key)
+	x.put(maphash.Bytes(x.seed, key(n)), n+1)
+}
+
+// Reserve makes room for n keys in all, so that inserting up to n grows
+// the index no more: at most half full, probes stay short.
+func (x *Index) Reserve(n int, key func(int32) []byte) {
 	if len(x.slots) == 0 {
 		x.seed = maphash.MakeSeed()
 		x.slots = make([]int32, 1024)
 	}
-	// At most half full: probes stay short.
-	if 2*(x.count+1) > len(x.slots) {
-		old := x.slots
-		x.slots = make([]int32, 2*len(old))
-		x.count = 0
-		for _, v := range old {
-			if v != 0 {
-				x.put(maphash.Bytes(x.seed, key(v-1)), v)
-			}
+	size := len(x.slots)
+	for 2*n > size {
+		size *= 2
+	}
+	if size == len(x.slots) {
+		return
+	}
+	old := x.slots
+	x.slots = make([]int32, size)
+	x.count = 0
+	for _, v := range old {
+		if v != 0 {
+			x.put(maphash.Bytes(x.seed, key(v-1)), v)
 		}
 	}
-	x.put(maphash.Bytes(x.seed, key(n)), n+1)
 }
 
 func (x *Index) put(h uint64, v int32) {
@@ -140,6 +151,20 @@ func (g *Graph) Lookup(id string) int { return int(g.index.LookupString(id, g.ke
 
 // Has reports whether id is a node.
 func (g *Graph) Has(id string) bool { return g.Lookup(id) >= 0 }
+
+// Grow makes room for n more nodes whose ids take about idBytes in all,
+// so that adding them allocates and rehashes nothing: a hint, from a
+// count the caller has bounded (a manifest's, against its index's size).
+func (g *Graph) Grow(n, idBytes int) {
+	if n <= 0 {
+		return
+	}
+	g.arena = slices.Grow(g.arena, idBytes)
+	g.ends = slices.Grow(g.ends, n)
+	g.parent = slices.Grow(g.parent, n)
+	g.kids = slices.Grow(g.kids, n)
+	g.index.Reserve(len(g.ends)+n, g.key)
+}
 
 // Add adds id as a new node without a parent and returns its number.
 func (g *Graph) Add(id string) (int, error) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -64,7 +65,10 @@ func (w *Writer) writeManifest(sessionID string, format wire.SourceFormat) (wire
 	}
 	now := wire.FormatTimestamp(w.clock())
 	createdAt := now
+	// A store continued in place is the store a rebuild would write now:
+	// its manifest is created now too.
 	switch old, err := readManifest(w.ops, w.root); {
+	case w.inPlace:
 	case err == nil:
 		createdAt = old.CreatedAt
 	case !errors.Is(err, fs.ErrNotExist):
@@ -89,6 +93,7 @@ func (w *Writer) writeManifest(sessionID string, format wire.SourceFormat) (wire
 	if err := w.ops.WriteFileAtomic(w.root, TmpPath(w.root), ManifestName, data, 0o600); err != nil {
 		return wire.Manifest{}, err
 	}
+	w.manifestSHA = IndexDigest(data)
 	durable.Failpoint(fpAfterManifestWrite)
 	return m, nil
 }
@@ -132,6 +137,25 @@ func AppendLedger(ops durable.Ops, root string, ev wire.MigrationEvent, clock fu
 // file reads as "stale" (FORMAT.md §8).
 func (w *Writer) WriteSourceState(s wire.SourceState) error {
 	return WriteSourceState(w.ops, w.root, s)
+}
+
+// ReplaceLedger writes evs as the whole of root's migrations/ledger.jsonl,
+// through tmp/ and a rename (synced unless ops defer syncs): a store
+// continued in place holds the events of its latest migration only, as the
+// store a rebuild writes does.
+func ReplaceLedger(ops durable.Ops, root string, evs []wire.MigrationEvent) error {
+	path := LedgerPath(root)
+	var data []byte
+	for _, ev := range evs {
+		if err := wire.CheckMigrationEvent(ev); err != nil {
+			return fmt.Errorf("replace %s: %w", path, err)
+		}
+		data = wire.AppendMigrationEvent(data, ev)
+	}
+	if err := ops.WriteFileAtomic(filepath.Dir(path), TmpPath(root), LedgerName, data, 0o600); err != nil {
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	return nil
 }
 
 // WriteSourceState is Writer.WriteSourceState for any store root.

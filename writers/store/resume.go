@@ -105,7 +105,7 @@ func (w *Writer) copyFrom(ctx context.Context, base string) (Base, error) {
 	if err := w.checkBaseFiles(base, m.Files.SegmentCount); err != nil {
 		return Base{}, err
 	}
-	c := &baseCopy{w: w, base: base, sum: sha256.New()}
+	c := &baseCopy{w: w, base: base, sum: w.idxSum, entries: m.Counters.EntriesTotal} // the copy's rows start the new index's digest
 	defer c.release()
 	if err := c.run(ctx); err != nil {
 		return Base{}, err
@@ -195,11 +195,17 @@ type baseCopy struct {
 
 	last       wire.IndexRow
 	indexBytes int64
+	// entries is the manifest's entry count: a hint to size the id graph.
+	entries uint64
 }
+
+// minIndexRow is less than any index row line's length: an index of n
+// bytes holds fewer than n/minIndexRow rows, whatever its manifest says.
+const minIndexRow = 100
 
 func (c *baseCopy) run(ctx context.Context) error {
 	w := c.w
-	f, _, err := openRegular(w.ops, IndexPath(c.base))
+	f, size, err := openRegular(w.ops, IndexPath(c.base))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // an empty store: nothing to copy
 	}
@@ -207,12 +213,17 @@ func (c *baseCopy) run(ctx context.Context) error {
 		return notResumable("index: %v", err)
 	}
 	defer f.Close()
-	idx, err := w.ops.CreatePrivate(IndexPath(w.root))
-	if err != nil {
-		return err
+	if n := min(c.entries, uint64(size)/minIndexRow); n > 0 {
+		w.graph.Grow(int(n), 8*int(n)) // pi's ids are 8 characters
 	}
-	w.idx, w.idxBuf = idx, idxBufPool.Get()
-	w.idxBuf.Reset(idx)
+	if !w.inPlace {
+		idx, err := w.ops.CreatePrivate(IndexPath(w.root))
+		if err != nil {
+			return err
+		}
+		w.idx, w.idxBuf = idx, idxBufPool.Get()
+		w.idxBuf.Reset(idx)
+	}
 	r := baseIndexReaders.Get()
 	defer baseIndexReaders.Put(r)
 	r.Reset(f)
@@ -238,6 +249,10 @@ func (c *baseCopy) run(ctx context.Context) error {
 		}
 		if frame, err = c.copyFrame(row, n, frame); err != nil {
 			return err
+		}
+		if w.inPlace {
+			c.last = row
+			continue
 		}
 		if _, err := w.idxBuf.Write(line); err != nil {
 			return err
@@ -272,7 +287,9 @@ func (c *baseCopy) copyFrame(row wire.IndexRow, n uint64, buf []byte) ([]byte, e
 		if err := c.nextSource(row.SegmentSeq); err != nil {
 			return buf, err
 		}
-		if err := w.openSegment(row.SegmentSeq); err != nil {
+		if w.inPlace {
+			w.segBytes = 0 // the segment is the base's own
+		} else if err := w.openSegment(row.SegmentSeq); err != nil {
 			return buf, err
 		}
 	}
@@ -410,7 +427,7 @@ func (c *baseCopy) nextChunk(seq uint64) error {
 // straight to the file: nothing else is written to a segment before its
 // copied frames, so the writer's buffer is empty.
 func (c *baseCopy) writeChunk() error {
-	if c.at > 0 {
+	if c.at > 0 && !c.w.inPlace {
 		if err := c.w.segBuf.Flush(); err != nil {
 			return err
 		}

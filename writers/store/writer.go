@@ -2,8 +2,11 @@ package store
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"os"
 	"syscall"
@@ -78,6 +81,11 @@ type Writer struct {
 
 	idx    *durable.File
 	idxBuf *bufio.Writer
+	// idxSum hashes every index line written or copied, manifestSHA is
+	// the digest of the manifest written: what a refresh record keeps,
+	// known without reading the files back.
+	idxSum      hash.Hash
+	manifestSHA string
 
 	chain    string
 	lastCRC  string
@@ -96,6 +104,9 @@ type Writer struct {
 	baseVouched  bool
 	baseCount    int
 	baseBranches uint64
+	// inPlace: the Writer continues the store at root itself
+	// (ContinueInPlace), not a copy.
+	inPlace bool
 
 	checkpointSeq  uint64
 	checkpointHead uint64
@@ -113,27 +124,36 @@ type Writer struct {
 // the umask. The index and the first segment appear with the first frame
 // (an empty store has neither, as the reference's).
 func Create(dir string, opt Options) (*Writer, error) {
-	max := opt.MaxSegmentBytes
-	switch {
-	case max == 0:
-		max = wire.MaxSegmentBytes
-	case max < 0:
-		return nil, fmt.Errorf("create store %s: MaxSegmentBytes %d is negative", dir, max)
-	case max > wire.MaxSegmentBytes:
-		return nil, fmt.Errorf("create store %s: MaxSegmentBytes %d exceeds the 64 MiB pi reads with", dir, max)
-	}
-	clock := opt.Clock
-	if clock == nil {
-		clock = time.Now
-	}
-	w := &Writer{
-		root: dir, ops: opt.Ops, clock: clock, max: max,
-		segSeq: 1, chain: wire.ChainGenesis, lastCRC: wire.EmptyCRC32C, vouched: opt.Branches,
+	w, err := blankWriter(dir, opt)
+	if err != nil {
+		return nil, fmt.Errorf("create store %s: %w", dir, err)
 	}
 	if err := w.makeLayout(); err != nil {
 		return nil, fmt.Errorf("create store %s: %w", dir, err)
 	}
 	return w, nil
+}
+
+// blankWriter is a Writer for dir at the start of an empty store.
+func blankWriter(dir string, opt Options) (*Writer, error) {
+	max := opt.MaxSegmentBytes
+	switch {
+	case max == 0:
+		max = wire.MaxSegmentBytes
+	case max < 0:
+		return nil, fmt.Errorf("MaxSegmentBytes %d is negative", max)
+	case max > wire.MaxSegmentBytes:
+		return nil, fmt.Errorf("MaxSegmentBytes %d exceeds the 64 MiB pi reads with", max)
+	}
+	clock := opt.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Writer{
+		root: dir, ops: opt.Ops, clock: clock, max: max,
+		segSeq: 1, chain: wire.ChainGenesis, lastCRC: wire.EmptyCRC32C, vouched: opt.Branches,
+		idxSum: sha256.New(),
+	}, nil
 }
 
 func (w *Writer) makeLayout() error {
@@ -181,6 +201,14 @@ func readDirNames(ops durable.Ops, dir string) ([]string, error) {
 	defer d.Close()
 	return d.Readdirnames(-1)
 }
+
+// IndexSHA256 is the hex SHA-256 of the index as written (or copied) so
+// far: the empty digest when there is no index.
+func (w *Writer) IndexSHA256() string { return hex.EncodeToString(w.idxSum.Sum(nil)) }
+
+// ManifestSHA256 is the hex SHA-256 of the manifest WriteManifest wrote
+// last ("" before).
+func (w *Writer) ManifestSHA256() string { return w.manifestSHA }
 
 // Root returns the store directory.
 func (w *Writer) Root() string { return w.root }
@@ -247,6 +275,17 @@ func (w *Writer) Append(entryID, parentID, entryType string, payload []byte) (wi
 	return row, nil
 }
 
+// Appendable reports what Append would refuse of this entry before it
+// writes anything (the checks of its arguments, a duplicate of a written
+// id, ErrBaseLinksNeeded), without writing: a store continued in place is
+// only written once every appended entry is known to be accepted.
+func (w *Writer) Appendable(entryID, parentID, entryType string, payload []byte) error {
+	if err := w.checkEntry(entryID, parentID, entryType, payload); err != nil {
+		return fmt.Errorf("append entry %q: %w", entryID, err)
+	}
+	return nil
+}
+
 func (w *Writer) checkEntry(entryID, parentID, entryType string, payload []byte) error {
 	switch {
 	case !wire.ValidEntryID(entryID):
@@ -306,6 +345,7 @@ func (w *Writer) write(f wire.Frame, line []byte) (wire.IndexRow, error) {
 		w.idxBuf.Reset(idx)
 	}
 	w.row = wire.AppendIndexRow(w.row[:0], row)
+	w.idxSum.Write(w.row)
 	if _, err := w.idxBuf.Write(w.row); err != nil {
 		return wire.IndexRow{}, err
 	}

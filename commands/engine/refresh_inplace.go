@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"pisess/readers/jsonl"
+	"pisess/rollback"
+	"pisess/writers"
+	"pisess/writers/durable"
+	"pisess/writers/store"
+	"pisess/writers/wire"
+)
+
+// inPlaceNext says what follows an attempt to refresh a sidecar in place.
+type inPlaceNext int
+
+const (
+	// inPlaceStaged: nothing was written; the refresh goes through a
+	// staging copy (a branch from an earlier entry, too much appended, the
+	// store mutation lock held).
+	inPlaceStaged inPlaceNext = iota
+	// inPlaceRebuild: the sidecar is not the record's, or was written and
+	// left dirty (not verified, a failure part way): a full rebuild.
+	inPlaceRebuild
+	// inPlaceDone: the result is the session's.
+	inPlaceDone
+)
+
+// refreshInPlace is the incremental refresh without a staging copy
+// (issue 14: O(appended)): under the store mutation lock the sidecar
+// itself is continued (writers.AppendInPlace: checked against the record,
+// every appended entry read and accepted before anything is written; then
+// rollback.PrepareInPlace journals that the old sidecar is not kept and
+// marks it dirty, before its first byte changes), sealed, verified
+// (verify.VerifiedAppend) and committed (rollback.CommitInPlace: journal
+// records, then the clean source state). Until that last write pi does not
+// read the sidecar (FORMAT.md §8), so a crash or failure part way leaves a
+// sidecar the next run rebuilds. The result is byte for byte the store a
+// full rebuild writes at the same clock, its ledger included.
+func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec refreshRecord, sum [32]byte) (SessionResult, inPlaceNext) {
+	env, s := x.env, x.s
+	none := wire.Verification{}
+	lock, err := env.Ops.LockFile(ctx, store.MutationLockPath(x.sidecar), env.LockTimeout)
+	if err != nil {
+		env.Log.Debug().Str("session", s.Path).Err(err).Msg("store mutation lock: refresh through a staging copy")
+		return res, inPlaceStaged
+	}
+	defer lock.Unlock()
+	var src *jsonl.AppendSource
+	var prepared, mismatch bool
+	spec := rollback.InPlaceSpec{SessionPath: s.Path, SidecarDir: x.sidecar, SourceFormat: wire.SourceFormat(s.Format),
+		CorrelationID: x.correlation, Ops: env.Ops, Journal: env.Journal, Clock: env.Clock}
+	prepare := func(b store.Base) error {
+		if why := matchesRecord(b, rec); why != "" {
+			mismatch = true
+			return errors.New(why)
+		}
+		prepared = true // a failed mark may have cut the state file
+		spec.BaseEntries = b.Manifest.Counters.EntriesTotal
+		return rollback.PrepareInPlace(spec)
+	}
+	durable.Failpoint(fpBeforeStage)
+	sops := env.Ops
+	sops.DeferSync = true // sealed once below
+	ar, err := writers.AppendInPlace(ctx, x.sidecar, x.openAppended(rec, sum, &src), writers.InPlaceOptions{
+		StageOptions: writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops}, Prepare: prepare})
+	switch {
+	case err == nil:
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return x.failed(res, wire.ErrorClassIOFailure, none, err), inPlaceDone
+	case mismatch || prepared:
+		env.Log.Debug().Str("session", s.Path).Err(err).Msg("refresh in place not possible: full rebuild")
+		return res, inPlaceRebuild
+	default:
+		env.Log.Debug().Str("session", s.Path).Err(err).Msg("refresh in place not possible: through a staging copy")
+		return res, inPlaceStaged
+	}
+	durable.Failpoint(fpAfterStage)
+	uid, gid, err := env.Ops.Owner(s.Path)
+	if err != nil {
+		return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("owner of %s: %w", s.Path, err)), inPlaceDone
+	}
+	passed, v, stop := x.verifyAppended(ctx, &res, x.sidecar, ar, src, uid, gid)
+	switch {
+	case stop != nil:
+		return *stop, inPlaceDone
+	case !passed.Valid():
+		return res, inPlaceRebuild
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("refreshed in place: %d entries appended to the %d of the sidecar",
+		len(ar.Appended), ar.Base.Manifest.Counters.EntriesTotal))
+	// The store's ledger holds this migration's events, as a rebuilt
+	// store's does; everything written is then sealed at once.
+	if err := store.ReplaceLedger(sops, x.sidecar, x.storeEvents(v)); err != nil {
+		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("store ledger: %w", err)), inPlaceDone
+	}
+	env.yield()
+	if err := env.Ops.SealTree(x.sidecar); err != nil {
+		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("sidecar: %w", err)), inPlaceDone
+	}
+	durable.Failpoint(fpAfterStagingSeal)
+	if !src.Unchanged() {
+		return x.failed(res, wire.ErrorClassAtomicityViolation, v, errors.New("the source changed after it was read; the next run will migrate it")), inPlaceDone
+	}
+	durable.Failpoint(fpBeforeCutover)
+	spec.Appended = uint64(len(ar.Appended))
+	if err := rollback.CommitInPlace(ctx, passed, spec); err != nil {
+		return x.failed(res, wire.ErrorClassAtomicityViolation, v, fmt.Errorf("commit: %w", err)), inPlaceDone
+	}
+	durable.Failpoint(fpAfterCutover)
+	x.remember(passed.Fingerprint(), ar.StageResult)
+	if err := x.progress(x.event(wire.PhaseCompleted, v, wire.OutcomeOK, "")); err != nil {
+		res.Notes = append(res.Notes, "installed, but "+err.Error())
+	}
+	durable.Failpoint(fpAfterCompleted)
+	res.Outcome = OutcomeDone
+	return res, inPlaceDone
+}

@@ -1,0 +1,140 @@
+package rollback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+
+	"pisess/ledger"
+	"pisess/verify"
+	"pisess/writers/durable"
+	"pisess/writers/store"
+	"pisess/writers/wire"
+)
+
+// InPlaceSpec says which sidecar CommitInPlace commits.
+type InPlaceSpec struct {
+	// SessionPath is the session file; SidecarDir its sidecar, which
+	// writers.AppendInPlace continued where it lies.
+	SessionPath, SidecarDir string
+	// SourceFormat is the session's format (the cutover event's).
+	SourceFormat wire.SourceFormat
+	// CorrelationID is the run's id, carried by every record.
+	CorrelationID string
+	// BaseEntries and Appended count the sidecar's entries before the run
+	// and those it appended (for the notes).
+	BaseEntries, Appended uint64
+	// Ops performs every file operation; the zero value is durable.OS.
+	Ops durable.Ops
+	// Journal is the tree journal that records the commit.
+	Journal *ledger.Journal
+	// Clock stamps the records; nil means time.Now.
+	Clock func() time.Time
+}
+
+// PrepareInPlace readies a sidecar for a refresh that continues it in
+// place (writers.AppendInPlace), before its first byte changes: the
+// journal records (synced) that the sidecar as it is, its first
+// c.BaseEntries entries, is not kept (a discarded note: the session file
+// still holds them, so a rollback of the run, or a crash, leaves pi
+// reading the session file), then the sidecar is marked dirty (FORMAT.md
+// §8; file and directory fsynced), so that pi reads it no more until
+// CommitInPlace. The caller holds the session lock and the store mutation
+// lock.
+func PrepareInPlace(c InPlaceSpec) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	discarded := ledger.Note{
+		CorrelationID: c.CorrelationID, At: c.now(), Session: c.SessionPath, Kind: ledger.NoteDiscarded, Path: c.SidecarDir,
+		Detail: fmt.Sprintf("continued in place: the sidecar before this run was its first %d entries, which the session file still holds", c.BaseEntries),
+	}
+	if err := c.Journal.Append(ledger.NoteRecord(discarded)); err != nil {
+		return fmt.Errorf("prepare %s: %w", c.SidecarDir, err)
+	}
+	if err := markDirty(c.Ops, c.SidecarDir); err != nil {
+		return fmt.Errorf("prepare %s: mark dirty: %w", c.SidecarDir, err)
+	}
+	return nil
+}
+
+func (c InPlaceSpec) check() error {
+	switch {
+	case c.SessionPath == "" || c.SidecarDir == "":
+		return errors.New("refresh in place: session and sidecar are required")
+	case !wire.ValidCorrelationID(c.CorrelationID):
+		return fmt.Errorf("refresh in place: %w: %q", ErrBadCorrelationID, c.CorrelationID)
+	case c.Journal == nil:
+		return errors.New("refresh in place: a journal is required: it must be recorded")
+	}
+	return nil
+}
+
+func (c InPlaceSpec) now() string {
+	if c.Clock != nil {
+		return wire.FormatTimestamp(c.Clock())
+	}
+	return wire.FormatTimestamp(time.Now())
+}
+
+// CommitInPlace commits a sidecar that a refresh continued in place
+// (PrepareInPlace, then writers.AppendInPlace), verified (p, of
+// c.SidecarDir), sealed and still dirty. The caller holds the session lock
+// and the store mutation lock. In order:
+//
+//  1. the journal records cutover_commit and an installed note naming the
+//     sidecar's identity (a rollback acts on that directory only), synced
+//     together;
+//  2. the clean source-state with p's fingerprint is written in place
+//     (file and directory fsynced): from here pi uses the sidecar.
+//
+// A crash before 2 leaves the sidecar dirty: pi reads the session file,
+// and the next migrate rebuilds the sidecar. The caller records completed.
+func CommitInPlace(ctx context.Context, p verify.Passed, c InPlaceSpec) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	switch {
+	case !p.Valid():
+		return fmt.Errorf("commit in place %s: the sidecar was not verified (no valid verify.Passed)", c.SidecarDir)
+	case filepath.Clean(p.StagingDir()) != filepath.Clean(c.SidecarDir) || filepath.Clean(p.SessionPath()) != filepath.Clean(c.SessionPath):
+		return fmt.Errorf("commit in place %s: the verification was of %s against %s", c.SidecarDir, p.StagingDir(), p.SessionPath())
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("commit in place %s: %w", c.SidecarDir, err)
+	}
+	id, err := identityOf(c.SidecarDir)
+	if err != nil {
+		return fmt.Errorf("commit in place %s: %w", c.SidecarDir, err)
+	}
+	ev := wire.MigrationEvent{
+		MigrationID: uuid.NewString(), Phase: wire.PhaseCutoverCommit, At: c.now(),
+		SourcePath: c.SessionPath, TargetPath: c.SidecarDir,
+		SourceFormat: c.SourceFormat, TargetFormat: wire.FormatNativeV2,
+		Verification:  wire.Verification{EntryCountMatch: true, HashChainMatch: true, IndexConsistent: true},
+		Outcome:       wire.OutcomeOK,
+		CorrelationID: c.CorrelationID,
+	}
+	installed := ledger.Note{
+		CorrelationID: c.CorrelationID, At: c.now(), Session: c.SessionPath, Kind: ledger.NoteInstalled, Path: c.SidecarDir,
+		Detail: fmt.Sprintf("continued in place: %d entries appended to the %d of the sidecar (%s)", c.Appended, c.BaseEntries, id),
+	}
+	durable.Failpoint(fpBeforeInPlaceRecord)
+	if err := c.Journal.AppendUnsynced(ledger.EventRecord(ev)); err != nil {
+		return fmt.Errorf("commit in place %s: %w", c.SidecarDir, err)
+	}
+	if err := c.Journal.Append(ledger.NoteRecord(installed)); err != nil {
+		return fmt.Errorf("commit in place %s: %w", c.SidecarDir, err)
+	}
+	durable.Failpoint(fpAfterInPlaceRecord)
+	fp := p.Fingerprint()
+	if err := store.WriteSourceState(c.Ops, c.SidecarDir, wire.SourceState{State: wire.SourceClean, SourceFingerprint: &fp}); err != nil {
+		return fmt.Errorf("commit in place %s: %w", c.SidecarDir, err)
+	}
+	durable.Failpoint(fpAfterInPlaceClean)
+	return nil
+}

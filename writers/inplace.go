@@ -1,0 +1,136 @@
+package writers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"pisess/readers"
+	"pisess/writers/store"
+	"pisess/writers/wire"
+)
+
+// MaxInPlaceBytes bounds the payloads AppendInPlace holds before it writes
+// the first of them: more appended than that is refreshed through a
+// staging copy (StageAppend), which streams.
+const MaxInPlaceBytes = 32 << 20
+
+// ErrTooMuchAppended is matched by AppendInPlace's error when the source
+// gained more payload bytes than it holds (InPlaceOptions.MaxHeldBytes):
+// nothing was written.
+var ErrTooMuchAppended = errors.New("too much appended to continue the store in place")
+
+// InPlaceOptions configure AppendInPlace.
+type InPlaceOptions struct {
+	// MaxSegmentBytes, Clock and Ops are StageOptions'.
+	StageOptions
+	// MaxHeldBytes bounds the appended payloads held before the first is
+	// written; 0 means MaxInPlaceBytes.
+	MaxHeldBytes int
+	// Prepare is called with the store as checked once every appended
+	// entry has been read and accepted, just before the first byte is
+	// written into it: the caller compares the store with what it vouches
+	// for and marks the sidecar dirty (FORMAT.md §8). Its error stops
+	// AppendInPlace.
+	Prepare func(store.Base) error
+}
+
+// AppendInPlace is StageAppend without the copy: it continues the store
+// at dir itself (store.ContinueInPlace: the store is checked, its frames
+// CRC-checked, while the source's unchanged prefix is hashed), reads every
+// entry the source gained and checks that the store would accept each,
+// calls opt.Prepare, and only then appends them and writes the manifest
+// (flushed, not synced: the caller seals). With the same clock, the store
+// is byte for byte the one Stage writes from the whole source.
+//
+// An error matching store.ErrNotResumable, store.ErrBaseLinksNeeded or
+// ErrTooMuchAppended, or any error before Prepare, leaves dir as it was.
+// An error after Prepare leaves a store the caller must not install: the
+// sidecar stays dirty for a rebuild.
+func AppendInPlace(ctx context.Context, dir string, open OpenAppended, opt InPlaceOptions) (res AppendResult, err error) {
+	var w *store.Writer
+	ch := make(chan opened, 1)
+	go func() {
+		src, err := open(func(id string) bool { return w.Has(id) })
+		ch <- opened{src, err}
+	}()
+	w, b, err := store.ContinueInPlace(ctx, dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops, BaseVouched: true})
+	o := <-ch
+	if o.src != nil {
+		defer o.src.Close()
+	}
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, err)
+	}
+	defer func() {
+		if cerr := w.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("append in place %s: %w", dir, cerr)
+		}
+	}()
+	if o.err != nil {
+		return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, o.err)
+	}
+	h := o.src.Header()
+	if err := sameSession(h, b); err != nil {
+		return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, err)
+	}
+	res.Base = b
+	max := opt.MaxHeldBytes
+	if max <= 0 {
+		max = MaxInPlaceBytes
+	}
+	entries, err := readAppended(ctx, o.src, w, max)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, err)
+	}
+	if opt.Prepare != nil {
+		if err := opt.Prepare(b); err != nil {
+			return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, err)
+		}
+	}
+	for _, e := range entries {
+		row, err := w.Append(e.ID, e.ParentID, e.Type, e.Payload)
+		if err != nil {
+			return AppendResult{}, fmt.Errorf("append in place %s: entry %d (%s): %w", dir, e.Position, e.ID, err)
+		}
+		res.Appended = append(res.Appended, AppendedEntry{ID: e.ID, ParentID: e.ParentID, Type: e.Type, PayloadSHA256: wire.PayloadSHA256(e.Payload)})
+		if opt.Progress != nil {
+			opt.Progress(int64(row.ByteLength))
+		}
+	}
+	so := opt.StageOptions
+	so.Ops.DeferSync = true // flushed only: the caller seals
+	st, err := finish(w, h, so)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, err)
+	}
+	res.StageResult = st
+	return res, nil
+}
+
+// readAppended reads every entry src has left, each checked as w's Append
+// would check it, holding at most max bytes of payloads.
+func readAppended(ctx context.Context, src readers.Source, w *store.Writer, max int) ([]readers.Entry, error) {
+	var out []readers.Entry
+	var held int
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		e, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read source: %w", err)
+		}
+		if err := w.Appendable(e.ID, e.ParentID, e.Type, e.Payload); err != nil {
+			return nil, fmt.Errorf("entry %d (%s): %w", e.Position, e.ID, err)
+		}
+		if held += len(e.Payload); held > max {
+			return nil, ErrTooMuchAppended
+		}
+		out = append(out, e)
+	}
+}

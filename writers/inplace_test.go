@@ -1,0 +1,86 @@
+package writers
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"path/filepath"
+	"testing"
+
+	"pisess/fixtures"
+	"pisess/readers"
+	"pisess/writers/store"
+)
+
+// TestAppendInPlace: the sidecar continued in place is byte for byte the
+// store staged from every entry; whatever stops it before Prepare (too
+// much appended, a branch from an earlier entry, a source that fails part
+// way, Prepare's own error) leaves the store exactly as it was, and
+// Prepare is called only once every entry has been read and accepted.
+func TestAppendInPlace(t *testing.T) {
+	base := []readers.Entry{entry("a1", ""), entry("a2", "a1"), entry("a3", "a2"), entry("a4", "a3")}
+	more := []readers.Entry{entry("b1", "a4"), entry("b2", "b1"), entry("b3", "b1")}
+	staged := func(t *testing.T, entries []readers.Entry) string {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "s.v2")
+		if _, err := Stage(context.Background(), newSource(entries...), dir, StageOptions{Clock: clock, MaxSegmentBytes: 1024}); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	opener := func(src *sliceSource) OpenAppended {
+		return func(func(string) bool) (readers.Source, error) { return src, nil }
+	}
+	boom := errors.New("boom")
+	cases := []struct {
+		name     string
+		src      *sliceSource
+		held     int
+		prepare  error
+		want     error
+		prepared bool
+	}{
+		{"too much appended", newSource(more...), 100, nil, ErrTooMuchAppended, false},
+		{"a branch from an earlier entry", newSource(entry("b1", "a2")), 0, nil, store.ErrBaseLinksNeeded, false},
+		{"the source fails part way", &sliceSource{header: newSource().header, entries: more[:1], err: boom}, 0, nil, boom, false},
+		{"Prepare fails", newSource(more...), 0, boom, boom, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := staged(t, base)
+			before := fixtures.TreeDigest(t, dir)
+			prepared := false
+			_, err := AppendInPlace(context.Background(), dir, opener(c.src), InPlaceOptions{
+				StageOptions: StageOptions{Clock: clock, MaxSegmentBytes: 1024}, MaxHeldBytes: c.held,
+				Prepare: func(store.Base) error { prepared = true; return c.prepare },
+			})
+			if !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+			if prepared != c.prepared {
+				t.Fatalf("Prepare called: %v, want %v", prepared, c.prepared)
+			}
+			if !maps.Equal(before, fixtures.TreeDigest(t, dir)) {
+				t.Fatal("the store was changed")
+			}
+		})
+	}
+	t.Run("appended", func(t *testing.T) {
+		dir := staged(t, base)
+		var got store.Base
+		res, err := AppendInPlace(context.Background(), dir, opener(newSource(more...)), InPlaceOptions{
+			StageOptions: StageOptions{Clock: clock, MaxSegmentBytes: 1024},
+			Prepare:      func(b store.Base) error { got = b; return nil },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Manifest.Counters.EntriesTotal != 4 || len(res.Appended) != 3 || res.Entries != 7 {
+			t.Fatalf("base %d entries, appended %d, store %d", got.Manifest.Counters.EntriesTotal, len(res.Appended), res.Entries)
+		}
+		full := staged(t, append(append([]readers.Entry{}, base...), more...))
+		if want, have := fixtures.TreeDigest(t, full), fixtures.TreeDigest(t, dir); !maps.Equal(want, have) {
+			t.Fatalf("continued in place:\n%v\nstaged at once:\n%v", have, want)
+		}
+	})
+}

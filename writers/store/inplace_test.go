@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"pisess/fixtures"
+	"pisess/writers/durable"
+)
+
+// inPlaceChain builds, at the fixed clock, a store at dir holding the
+// chain ids[0] <- ids[1] <- ... with 1 KiB segments, and seals it.
+func inPlaceChain(tb testing.TB, dir string, ids []string) {
+	tb.Helper()
+	w, err := Create(dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer w.Close()
+	appendChain(tb, w, "", ids)
+	if _, err := w.WriteManifest(testSession, "jsonl_v3"); err != nil {
+		tb.Fatal(err)
+	}
+	if err := w.Seal(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func appendChain(tb testing.TB, w *Writer, parent string, ids []string) {
+	tb.Helper()
+	for _, id := range ids {
+		if _, err := w.Append(id, parent, "custom", payloadFor(id, parent)); err != nil {
+			tb.Fatal(err)
+		}
+		parent = id
+	}
+}
+
+func chainIDs(prefix string, n int) []string {
+	var ids []string
+	for i := 1; i <= n; i++ {
+		ids = append(ids, prefix+strconv.Itoa(i))
+	}
+	return ids
+}
+
+// TestContinueInPlace: a store continued where it lies, with any number
+// of appended entries (none, within the last segment, rolling over), is
+// byte for byte the store written from all the entries at once; an empty
+// store too.
+func TestContinueInPlace(t *testing.T) {
+	for _, c := range []struct{ base, more int }{{0, 3}, {6, 0}, {6, 1}, {6, 9}, {12, 40}} {
+		t.Run(strconv.Itoa(c.base)+"+"+strconv.Itoa(c.more), func(t *testing.T) {
+			base, more := chainIDs("a", c.base), chainIDs("b", c.more)
+			dir := filepath.Join(t.TempDir(), "s.v2")
+			inPlaceChain(t, dir, base)
+			full := filepath.Join(t.TempDir(), "s.v2")
+			inPlaceChain(t, full, append(append([]string{}, base...), more...))
+
+			w, b, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Manifest.Counters.EntriesTotal != uint64(c.base) {
+				t.Fatalf("base of %d entries, want %d", b.Manifest.Counters.EntriesTotal, c.base)
+			}
+			last := ""
+			if c.base > 0 {
+				last = base[len(base)-1]
+			}
+			appendChain(t, w, last, more)
+			if _, err := w.WriteManifest(testSession, "jsonl_v3"); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Seal(); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if d := fixtures.TreeDigest(t, dir); !maps.Equal(d, fixtures.TreeDigest(t, full)) {
+				t.Fatalf("the store continued in place differs from the one written at once:\n%v\n%v", d, fixtures.TreeDigest(t, full))
+			}
+		})
+	}
+}
+
+// TestContinueInPlaceRefuses: a store that is not exactly what its rows
+// say, or whose files pisess must not write through, is refused with
+// ErrNotResumable (or the link error) and left byte for byte as it was;
+// an entry whose branch only the base's frames could count is refused by
+// Append before anything is written.
+func TestContinueInPlaceRefuses(t *testing.T) {
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+		want   error
+	}{
+		{"damaged frame", func(t *testing.T, dir string) { fixtures.FlipByte(t, SegmentPath(dir, 1), 50) }, ErrNotResumable},
+		{"torn tail after the last frame", func(t *testing.T, dir string) {
+			appendBytes(t, lastSegment(t, dir), []byte(`{"schema":"pi.session_store_v2.segm`))
+		}, ErrNotResumable},
+		{"unindexed segment", func(t *testing.T, dir string) {
+			rows := indexRows(t, dir)
+			if err := os.WriteFile(SegmentPath(dir, rows[len(rows)-1].SegmentSeq+1), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrNotResumable},
+		{"last segment with a second name", func(t *testing.T, dir string) {
+			if err := os.Link(lastSegment(t, dir), filepath.Join(t.TempDir(), "elsewhere")); err != nil {
+				t.Fatal(err)
+			}
+		}, durable.ErrMultiLink},
+		{"index with a second name", func(t *testing.T, dir string) {
+			if err := os.Link(IndexPath(dir), filepath.Join(t.TempDir(), "elsewhere")); err != nil {
+				t.Fatal(err)
+			}
+		}, durable.ErrMultiLink},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "s.v2")
+			inPlaceChain(t, dir, chainIDs("a", 8))
+			c.damage(t, dir)
+			before := fixtures.TreeDigest(t, dir)
+			_, _, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock})
+			if !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+			if !maps.Equal(before, fixtures.TreeDigest(t, dir)) {
+				t.Fatal("the refused store was changed")
+			}
+		})
+	}
+
+	t.Run("child of an earlier base entry", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "s.v2")
+		inPlaceChain(t, dir, chainIDs("a", 8))
+		before := fixtures.TreeDigest(t, dir)
+		w, _, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Append("x1", "a3", "custom", payloadFor("x1", "a3")); !errors.Is(err, ErrBaseLinksNeeded) {
+			t.Fatalf("a child of a3: %v, want ErrBaseLinksNeeded", err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(before, fixtures.TreeDigest(t, dir)) {
+			t.Fatal("a refused Append changed the store")
+		}
+	})
+}
