@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
+
+	"pisess/writers/wire"
 )
 
 // ContinueInPlace opens the store at dir to append to it where it lies:
@@ -67,3 +70,83 @@ func (w *Writer) openForAppend(indexBytes int64) error {
 	}
 	return nil
 }
+
+// crcChecker CRC-checks the frames of a store continued in place on a
+// goroutine of its own, while the rows are read and the id graph is built
+// on the caller's: the rows come in batches, in order, and each segment is
+// read once, in chunks (baseCopy.vouchedFrame). A copy writes the frames
+// as it checks them and keeps both on one goroutine.
+type crcChecker struct {
+	batch   []frameCheck
+	batches chan []frameCheck
+	done    chan error
+	stopped bool
+}
+
+// frameCheck is a frame to check, or (file set) the start of its segment.
+type frameCheck struct {
+	row  wire.IndexRow
+	file *os.File
+	size int64
+}
+
+// checkBatch is how many frames go to the checker at once.
+const checkBatch = 1024
+
+func startChecker(w *Writer) *crcChecker {
+	k := &crcChecker{batches: make(chan []frameCheck, 4), done: make(chan error, 1)}
+	go func() {
+		r := &baseCopy{w: w} // reads only: w.inPlace
+		defer r.release()
+		var err error
+		for b := range k.batches {
+			for _, fc := range b {
+				switch {
+				case fc.file != nil && err != nil:
+					fc.file.Close()
+				case fc.file != nil:
+					r.closeSource()
+					r.src, r.srcSize, r.srcSeq, r.srcRead = fc.file, fc.size, fc.row.SegmentSeq, 0
+					r.chunk, r.at = r.chunk[:0], 0
+				case err == nil:
+					err = r.vouchedFrame(fc.row)
+				}
+			}
+		}
+		k.done <- err
+	}()
+	return k
+}
+
+func (k *crcChecker) segment(f *os.File, size int64, seq uint64) {
+	k.add(frameCheck{row: wire.IndexRow{SegmentSeq: seq}, file: f, size: size})
+}
+
+func (k *crcChecker) frame(row wire.IndexRow) { k.add(frameCheck{row: row}) }
+
+func (k *crcChecker) add(fc frameCheck) {
+	if k.batch == nil {
+		k.batch = make([]frameCheck, 0, checkBatch)
+	}
+	k.batch = append(k.batch, fc)
+	if len(k.batch) == checkBatch {
+		k.batches <- k.batch
+		k.batch = nil
+	}
+}
+
+// wait hands over the last batch and returns the first mismatch found.
+func (k *crcChecker) wait() error {
+	if k.stopped {
+		return nil
+	}
+	k.stopped = true
+	if len(k.batch) > 0 {
+		k.batches <- k.batch
+	}
+	close(k.batches)
+	return <-k.done
+}
+
+// stop ends the checker (its files closed) if wait has not.
+func (k *crcChecker) stop() { _ = k.wait() }

@@ -197,6 +197,9 @@ type baseCopy struct {
 	indexBytes int64
 	// entries is the manifest's entry count: a hint to size the id graph.
 	entries uint64
+	// check, in place, CRC-checks the frames on a goroutine of its own
+	// while the rows are read (nothing is written, so nothing waits on it).
+	check *crcChecker
 }
 
 // minIndexRow is less than any index row line's length: an index of n
@@ -223,6 +226,10 @@ func (c *baseCopy) run(ctx context.Context) error {
 		}
 		w.idx, w.idxBuf = idx, idxBufPool.Get()
 		w.idxBuf.Reset(idx)
+	}
+	if w.inPlace {
+		c.check = startChecker(w)
+		defer c.check.stop()
 	}
 	r := baseIndexReaders.Get()
 	defer baseIndexReaders.Put(r)
@@ -259,11 +266,14 @@ func (c *baseCopy) run(ctx context.Context) error {
 		}
 		c.last = row
 	}
-	if c.src == nil {
+	if c.srcSeq == 0 {
 		return notResumable("the index has no rows")
 	}
 	if w.segBytes != c.srcSize {
 		return notResumable("segment %d has %d bytes, its rows cover %d", c.srcSeq, c.srcSize, w.segBytes)
+	}
+	if c.check != nil {
+		return c.check.wait()
 	}
 	return c.writeChunk()
 }
@@ -299,7 +309,9 @@ func (c *baseCopy) copyFrame(row wire.IndexRow, n uint64, buf []byte) ([]byte, e
 	if w.baseVouched {
 		// The frame is the one the row was written for (its CRC): its
 		// head is the row's, and the rest the manifest's (copyFrom).
-		if err := c.vouchedFrame(row); err != nil {
+		if c.check != nil {
+			c.check.frame(row)
+		} else if err := c.vouchedFrame(row); err != nil {
 			return buf, err
 		}
 		if _, err := w.graph.Add(row.EntryID); errors.Is(err, idgraph.ErrDuplicate) {
@@ -456,6 +468,11 @@ func (c *baseCopy) nextSource(seq uint64) error {
 	if size > c.w.max {
 		f.Close()
 		return notResumable("segment %d of %d bytes is over the limit", seq, size)
+	}
+	if c.check != nil {
+		c.check.segment(f, size, seq) // the checker reads (and closes) it
+		c.srcSize, c.srcSeq = size, seq
+		return nil
 	}
 	c.src, c.srcSize, c.srcSeq, c.srcRead = f, size, seq, 0
 	if c.w.baseVouched {
