@@ -18,10 +18,10 @@ const (
 	fpAfterDisplacedNote    = "rollback.after-displaced-note"     // displaced note written: cutover complete
 )
 
-// The failpoints of CommitInPlace (PrepareInPlace has markDirty's).
+// The failpoints of PrepareInPlace (and markDirty's) and CommitInPlace.
 const (
-	fpBeforeInPlaceRecord = "rollback.before-in-place-record" // sidecar continued, sealed, verified, still dirty
-	fpAfterInPlaceRecord  = "rollback.after-in-place-record"  // cutover_commit and the installed note synced; still dirty
+	fpBeforeInPlaceRecord = "rollback.before-in-place-record" // the sidecar checked, nothing written
+	fpAfterInPlaceRecord  = "rollback.after-in-place-record"  // cutover_commit, installed and discarded notes synced; sidecar untouched
 	fpAfterInPlaceClean   = "rollback.after-in-place-clean"   // clean source-state written: committed
 )
 

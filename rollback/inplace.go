@@ -37,26 +37,59 @@ type InPlaceSpec struct {
 }
 
 // PrepareInPlace readies a sidecar for a refresh that continues it in
-// place (writers.AppendInPlace), before its first byte changes: the
-// journal records (synced) that the sidecar as it is, its first
-// c.BaseEntries entries, is not kept (a discarded note: the session file
-// still holds them, so a rollback of the run, or a crash, leaves pi
-// reading the session file), then the sidecar is marked dirty (FORMAT.md
-// §8; file and directory fsynced), so that pi reads it no more until
-// CommitInPlace. The caller holds the session lock and the store mutation
-// lock.
+// place (writers.AppendInPlace), before its first byte changes. The caller
+// holds the session lock and the store mutation lock. In order:
+//
+//  1. the journal records cutover_commit (the intent: the sidecar may be
+//     old or new until the run's outcome), an installed note naming the
+//     sidecar's identity (a rollback acts on that directory only) and a
+//     discarded note (the sidecar as it is, its first c.BaseEntries
+//     entries, is not kept: the session file still holds them, so a
+//     rollback of the run, or a crash, leaves pi reading the session file),
+//     synced together;
+//  2. the sidecar is marked dirty (FORMAT.md §8), without a sync of its
+//     own: the seal of the appended store makes it durable with the rest,
+//     and until then pi judges the sidecar stale anyway (a session that
+//     grew no longer has the length its fingerprint claims).
+//
+// From here pi reads the session file until CommitInPlace.
 func PrepareInPlace(c InPlaceSpec) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	discarded := ledger.Note{
-		CorrelationID: c.CorrelationID, At: c.now(), Session: c.SessionPath, Kind: ledger.NoteDiscarded, Path: c.SidecarDir,
-		Detail: fmt.Sprintf("continued in place: the sidecar before this run was its first %d entries, which the session file still holds", c.BaseEntries),
-	}
-	if err := c.Journal.Append(ledger.NoteRecord(discarded)); err != nil {
+	id, err := identityOf(c.SidecarDir)
+	if err != nil {
 		return fmt.Errorf("prepare %s: %w", c.SidecarDir, err)
 	}
-	if err := markDirty(c.Ops, c.SidecarDir); err != nil {
+	ev := wire.MigrationEvent{
+		MigrationID: uuid.NewString(), Phase: wire.PhaseCutoverCommit, At: c.now(),
+		SourcePath: c.SessionPath, TargetPath: c.SidecarDir,
+		SourceFormat: c.SourceFormat, TargetFormat: wire.FormatNativeV2,
+		Verification:  wire.Verification{EntryCountMatch: true, HashChainMatch: true, IndexConsistent: true},
+		Outcome:       wire.OutcomeOK,
+		CorrelationID: c.CorrelationID,
+	}
+	notes := []ledger.Note{{
+		CorrelationID: c.CorrelationID, At: c.now(), Session: c.SessionPath, Kind: ledger.NoteInstalled, Path: c.SidecarDir,
+		Detail: fmt.Sprintf("continued in place: %d entries appended to the %d of the sidecar (%s)", c.Appended, c.BaseEntries, id),
+	}, {
+		CorrelationID: c.CorrelationID, At: c.now(), Session: c.SessionPath, Kind: ledger.NoteDiscarded, Path: c.SidecarDir,
+		Detail: fmt.Sprintf("continued in place: the sidecar before this run was its first %d entries, which the session file still holds", c.BaseEntries),
+	}}
+	durable.Failpoint(fpBeforeInPlaceRecord)
+	if err := c.Journal.AppendUnsynced(ledger.EventRecord(ev)); err != nil {
+		return fmt.Errorf("prepare %s: %w", c.SidecarDir, err)
+	}
+	if err := c.Journal.AppendUnsynced(ledger.NoteRecord(notes[0])); err != nil {
+		return fmt.Errorf("prepare %s: %w", c.SidecarDir, err)
+	}
+	if err := c.Journal.Append(ledger.NoteRecord(notes[1])); err != nil {
+		return fmt.Errorf("prepare %s: %w", c.SidecarDir, err)
+	}
+	durable.Failpoint(fpAfterInPlaceRecord)
+	ops := c.Ops
+	ops.DeferSync = true
+	if err := markDirty(ops, c.SidecarDir); err != nil {
 		return fmt.Errorf("prepare %s: mark dirty: %w", c.SidecarDir, err)
 	}
 	return nil
@@ -83,17 +116,12 @@ func (c InPlaceSpec) now() string {
 
 // CommitInPlace commits a sidecar that a refresh continued in place
 // (PrepareInPlace, then writers.AppendInPlace), verified (p, of
-// c.SidecarDir), sealed and still dirty. The caller holds the session lock
-// and the store mutation lock. In order:
-//
-//  1. the journal records cutover_commit and an installed note naming the
-//     sidecar's identity (a rollback acts on that directory only), synced
-//     together;
-//  2. the clean source-state with p's fingerprint is written in place
-//     (file and directory fsynced): from here pi uses the sidecar.
-//
-// A crash before 2 leaves the sidecar dirty: pi reads the session file,
-// and the next migrate rebuilds the sidecar. The caller records completed.
+// c.SidecarDir) and sealed: the clean source-state with p's fingerprint is
+// written in place, and from then on pi uses the sidecar. It is not synced:
+// what it vouches for is durable already, and a state lost to a crash is
+// one pi takes for stale (the next run refreshes the sidecar again). The
+// caller holds the session lock and the store mutation lock, and records
+// completed.
 func CommitInPlace(ctx context.Context, p verify.Passed, c InPlaceSpec) error {
 	if err := c.check(); err != nil {
 		return err
@@ -107,32 +135,10 @@ func CommitInPlace(ctx context.Context, p verify.Passed, c InPlaceSpec) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("commit in place %s: %w", c.SidecarDir, err)
 	}
-	id, err := identityOf(c.SidecarDir)
-	if err != nil {
-		return fmt.Errorf("commit in place %s: %w", c.SidecarDir, err)
-	}
-	ev := wire.MigrationEvent{
-		MigrationID: uuid.NewString(), Phase: wire.PhaseCutoverCommit, At: c.now(),
-		SourcePath: c.SessionPath, TargetPath: c.SidecarDir,
-		SourceFormat: c.SourceFormat, TargetFormat: wire.FormatNativeV2,
-		Verification:  wire.Verification{EntryCountMatch: true, HashChainMatch: true, IndexConsistent: true},
-		Outcome:       wire.OutcomeOK,
-		CorrelationID: c.CorrelationID,
-	}
-	installed := ledger.Note{
-		CorrelationID: c.CorrelationID, At: c.now(), Session: c.SessionPath, Kind: ledger.NoteInstalled, Path: c.SidecarDir,
-		Detail: fmt.Sprintf("continued in place: %d entries appended to the %d of the sidecar (%s)", c.Appended, c.BaseEntries, id),
-	}
-	durable.Failpoint(fpBeforeInPlaceRecord)
-	if err := c.Journal.AppendUnsynced(ledger.EventRecord(ev)); err != nil {
-		return fmt.Errorf("commit in place %s: %w", c.SidecarDir, err)
-	}
-	if err := c.Journal.Append(ledger.NoteRecord(installed)); err != nil {
-		return fmt.Errorf("commit in place %s: %w", c.SidecarDir, err)
-	}
-	durable.Failpoint(fpAfterInPlaceRecord)
+	ops := c.Ops
+	ops.DeferSync = true
 	fp := p.Fingerprint()
-	if err := store.WriteSourceState(c.Ops, c.SidecarDir, wire.SourceState{State: wire.SourceClean, SourceFingerprint: &fp}); err != nil {
+	if err := store.WriteSourceState(ops, c.SidecarDir, wire.SourceState{State: wire.SourceClean, SourceFingerprint: &fp}); err != nil {
 		return fmt.Errorf("commit in place %s: %w", c.SidecarDir, err)
 	}
 	durable.Failpoint(fpAfterInPlaceClean)

@@ -28,12 +28,12 @@ type InPlaceOptions struct {
 	// MaxHeldBytes bounds the appended payloads held before the first is
 	// written; 0 means MaxInPlaceBytes.
 	MaxHeldBytes int
-	// Prepare is called with the store as checked once every appended
-	// entry has been read and accepted, just before the first byte is
+	// Prepare is called with the store as checked and the number of
+	// entries to append, once every one has been read and accepted, just before the first byte is
 	// written into it: the caller compares the store with what it vouches
 	// for and marks the sidecar dirty (FORMAT.md §8). Its error stops
 	// AppendInPlace.
-	Prepare func(store.Base) error
+	Prepare func(b store.Base, appended int) error
 }
 
 // AppendInPlace is StageAppend without the copy: it continues the store
@@ -85,7 +85,7 @@ func AppendInPlace(ctx context.Context, dir string, open OpenAppended, opt InPla
 		return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, err)
 	}
 	if opt.Prepare != nil {
-		if err := opt.Prepare(b); err != nil {
+		if err := opt.Prepare(b, len(entries)); err != nil {
 			return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, err)
 		}
 	}

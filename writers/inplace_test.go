@@ -52,7 +52,7 @@ func TestAppendInPlace(t *testing.T) {
 			prepared := false
 			_, err := AppendInPlace(context.Background(), dir, opener(c.src), InPlaceOptions{
 				StageOptions: StageOptions{Clock: clock, MaxSegmentBytes: 1024}, MaxHeldBytes: c.held,
-				Prepare: func(store.Base) error { prepared = true; return c.prepare },
+				Prepare: func(store.Base, int) error { prepared = true; return c.prepare },
 			})
 			if !errors.Is(err, c.want) {
 				t.Fatalf("got %v, want %v", err, c.want)
@@ -70,7 +70,7 @@ func TestAppendInPlace(t *testing.T) {
 		var got store.Base
 		res, err := AppendInPlace(context.Background(), dir, opener(newSource(more...)), InPlaceOptions{
 			StageOptions: StageOptions{Clock: clock, MaxSegmentBytes: 1024},
-			Prepare:      func(b store.Base) error { got = b; return nil },
+			Prepare:      func(b store.Base, n int) error { got = b; return nil },
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -32,10 +32,11 @@ const (
 // (issue 14: O(appended)): under the store mutation lock the sidecar
 // itself is continued (writers.AppendInPlace: checked against the record,
 // every appended entry read and accepted before anything is written; then
-// rollback.PrepareInPlace journals that the old sidecar is not kept and
-// marks it dirty, before its first byte changes), sealed, verified
-// (verify.VerifiedAppend) and committed (rollback.CommitInPlace: journal
-// records, then the clean source state). Until that last write pi does not
+// rollback.PrepareInPlace journals the cutover and that the old sidecar is
+// not kept, and marks it dirty, before its first byte changes), sealed with
+// one sync, verified (verify.VerifiedAppend) and committed by a clean
+// source state (rollback.CommitInPlace): one journal sync and one seal per
+// session. Until that last write pi does not
 // read the sidecar (FORMAT.md §8), so a crash or failure part way leaves a
 // sidecar the next run rebuilds. The result is byte for byte the store a
 // full rebuild writes at the same clock, its ledger included.
@@ -52,13 +53,13 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 	var prepared, mismatch bool
 	spec := rollback.InPlaceSpec{SessionPath: s.Path, SidecarDir: x.sidecar, SourceFormat: wire.SourceFormat(s.Format),
 		CorrelationID: x.correlation, Ops: env.Ops, Journal: env.Journal, Clock: env.Clock}
-	prepare := func(b store.Base) error {
+	prepare := func(b store.Base, appended int) error {
 		if why := matchesRecord(b, rec); why != "" {
 			mismatch = true
 			return errors.New(why)
 		}
 		prepared = true // a failed mark may have cut the state file
-		spec.BaseEntries = b.Manifest.Counters.EntriesTotal
+		spec.BaseEntries, spec.Appended = b.Manifest.Counters.EntriesTotal, uint64(appended)
 		return rollback.PrepareInPlace(spec)
 	}
 	durable.Failpoint(fpBeforeStage)
@@ -105,7 +106,6 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 		return x.failed(res, wire.ErrorClassAtomicityViolation, v, errors.New("the source changed after it was read; the next run will migrate it")), inPlaceDone
 	}
 	durable.Failpoint(fpBeforeCutover)
-	spec.Appended = uint64(len(ar.Appended))
 	if err := rollback.CommitInPlace(ctx, passed, spec); err != nil {
 		return x.failed(res, wire.ErrorClassAtomicityViolation, v, fmt.Errorf("commit: %w", err)), inPlaceDone
 	}
