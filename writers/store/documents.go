@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -67,12 +66,13 @@ func (w *Writer) writeManifest(sessionID string, format wire.SourceFormat) (wire
 	createdAt := now
 	// A store continued in place is the store a rebuild would write now:
 	// its manifest is created now too.
-	switch old, err := readManifest(w.ops, w.root); {
-	case w.inPlace:
-	case err == nil:
-		createdAt = old.CreatedAt
-	case !errors.Is(err, fs.ErrNotExist):
-		return wire.Manifest{}, fmt.Errorf("read the existing manifest: %w", err)
+	if !w.inPlace {
+		switch old, err := readManifest(w.ops, w.root); {
+		case err == nil:
+			createdAt = old.CreatedAt
+		case !errors.Is(err, fs.ErrNotExist):
+			return wire.Manifest{}, fmt.Errorf("read the existing manifest: %w", err)
+		}
 	}
 	var segments uint64
 	if w.head.EntrySeq > 0 {
@@ -140,9 +140,11 @@ func (w *Writer) WriteSourceState(s wire.SourceState) error {
 }
 
 // ReplaceLedger writes evs as the whole of root's migrations/ledger.jsonl,
-// through tmp/ and a rename (synced unless ops defer syncs): a store
-// continued in place holds the events of its latest migration only, as the
-// store a rebuild writes does.
+// in place (truncated, written; synced unless ops defer syncs), as the
+// reference writes to a ledger: a store continued in place holds the
+// events of its latest migration only, as the store a rebuild writes does.
+// Not atomic: only for a sidecar marked dirty, which pi does not read until
+// it is clean again.
 func ReplaceLedger(ops durable.Ops, root string, evs []wire.MigrationEvent) error {
 	path := LedgerPath(root)
 	var data []byte
@@ -152,7 +154,7 @@ func ReplaceLedger(ops durable.Ops, root string, evs []wire.MigrationEvent) erro
 		}
 		data = wire.AppendMigrationEvent(data, ev)
 	}
-	if err := ops.WriteFileAtomic(filepath.Dir(path), TmpPath(root), LedgerName, data, 0o600); err != nil {
+	if err := ops.WriteFileInPlace(path, data, 0o600); err != nil {
 		return fmt.Errorf("replace %s: %w", path, err)
 	}
 	return nil

@@ -219,17 +219,16 @@ func (c *baseCopy) run(ctx context.Context) error {
 	if n := min(c.entries, uint64(size)/minIndexRow); n > 0 {
 		w.graph.Grow(int(n), 8*int(n)) // pi's ids are 8 characters
 	}
-	if !w.inPlace {
+	if w.inPlace {
+		c.check = startChecker(w)
+		defer c.check.stop()
+	} else {
 		idx, err := w.ops.CreatePrivate(IndexPath(w.root))
 		if err != nil {
 			return err
 		}
 		w.idx, w.idxBuf = idx, idxBufPool.Get()
 		w.idxBuf.Reset(idx)
-	}
-	if w.inPlace {
-		c.check = startChecker(w)
-		defer c.check.stop()
 	}
 	r := baseIndexReaders.Get()
 	defer baseIndexReaders.Put(r)
@@ -257,14 +256,13 @@ func (c *baseCopy) run(ctx context.Context) error {
 		if frame, err = c.copyFrame(row, n, frame); err != nil {
 			return err
 		}
+		c.last = row
 		if w.inPlace {
-			c.last = row
-			continue
+			continue // the row stays where it is
 		}
 		if _, err := w.idxBuf.Write(line); err != nil {
 			return err
 		}
-		c.last = row
 	}
 	if c.srcSeq == 0 {
 		return notResumable("the index has no rows")
