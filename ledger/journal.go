@@ -174,7 +174,11 @@ func (j *Journal) Tree() string { return j.tree }
 //
 // Paths inside the tree are stored tree-relative; a record naming a path
 // that a reader would refuse as forged is not written.
-func (j *Journal) Append(rec Record) error { return j.append(rec, true) }
+func (j *Journal) Append(rec Record) error { return j.append(true, rec) }
+
+// AppendAll is Append for several records written at once, in order, with
+// one open, write and fsync: they reach the disk together.
+func (j *Journal) AppendAll(recs ...Record) error { return j.append(true, recs...) }
 
 // AppendUnsynced is Append without the fsync, for records that no recovery
 // depends on (a session's planned, staging_copy and integrity_check
@@ -184,7 +188,7 @@ func (j *Journal) Append(rec Record) error { return j.append(rec, true) }
 // lose a record the run had not yet written: what recovery reads —
 // cutover_commit and the notes — is always appended with Append. The
 // journal's first record is always synced, with its directory entry.
-func (j *Journal) AppendUnsynced(rec Record) error { return j.append(rec, false) }
+func (j *Journal) AppendUnsynced(rec Record) error { return j.append(false, rec) }
 
 // Sync makes every record appended so far durable (the end of a run).
 func (j *Journal) Sync() error {
@@ -204,13 +208,20 @@ func (j *Journal) Sync() error {
 	return nil
 }
 
-func (j *Journal) append(rec Record, sync bool) error {
-	if err := checkPaths(j.tree, rec); err != nil {
-		return err
+func (j *Journal) append(sync bool, recs ...Record) error {
+	var line []byte // the records' lines, each with its newline
+	for _, rec := range recs {
+		if err := checkPaths(j.tree, rec); err != nil {
+			return err
+		}
+		l, err := relativeRecord(j.tree, rec).encode()
+		if err != nil {
+			return err
+		}
+		line = append(line, l...)
 	}
-	line, err := relativeRecord(j.tree, rec).encode()
-	if err != nil {
-		return err
+	if len(line) == 0 {
+		return nil
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -248,7 +259,7 @@ func (j *Journal) append(rec Record, sync bool) error {
 	ops := j.ops
 	ops.DeferSync = ops.DeferSync || (!sync && exists)
 	j.end = journalEnd{}
-	if err := ops.AppendLine(j.path, line); err != nil {
+	if err := ops.AppendLines(j.path, line); err != nil {
 		return fmt.Errorf("journal append: %w", err)
 	}
 	if !exists {

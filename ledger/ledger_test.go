@@ -309,6 +309,40 @@ func TestJournalRefusesInvalidRecords(t *testing.T) {
 	}
 }
 
+// TestJournalAppendAll: records appended together land in order, each
+// line as Append writes it; one record a reader would refuse keeps them
+// all out.
+func TestJournalAppendAll(t *testing.T) {
+	tree, j := newTree(t)
+	a := filepath.Join(tree, "a.jsonl")
+	recs := []Record{
+		EventRecord(event(wire.PhaseCutoverCommit, a, testCID)),
+		NoteRecord(note(NoteInstalled, a, testCID)),
+		NoteRecord(note(NoteDiscarded, a, testCID)),
+	}
+	if err := j.AppendAll(EventRecord(event(wire.PhasePlanned, a, testCID)), EventRecord(event(wire.PhasePlanned, "/etc/passwd", testCID))); err == nil {
+		t.Fatal("a batch with a record outside the tree was appended")
+	}
+	if _, err := os.Stat(j.Path()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused batch wrote the journal (%v)", err)
+	}
+	if err := j.AppendAll(recs...); err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	for _, r := range recs {
+		line, _ := relativeRecord(tree, r).encode()
+		want = append(want, line...)
+	}
+	got, _ := os.ReadFile(j.Path())
+	if !bytes.Equal(got, want) {
+		t.Fatalf("journal:\n%s\nwant:\n%s", got, want)
+	}
+	if mine, err := j.Records(testCID); err != nil || len(mine) != 3 || mine[2].Note.Kind != NoteDiscarded {
+		t.Fatalf("Records = %+v, %v", mine, err)
+	}
+}
+
 func TestJournalReportsBadLinesAndHealsTornTail(t *testing.T) {
 	tree, j := newTree(t)
 	a := filepath.Join(tree, "a.jsonl")

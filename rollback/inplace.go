@@ -77,13 +77,7 @@ func PrepareInPlace(c InPlaceSpec) error {
 		Detail: fmt.Sprintf("continued in place: the sidecar before this run was its first %d entries, which the session file still holds", c.BaseEntries),
 	}}
 	durable.Failpoint(fpBeforeInPlaceRecord)
-	if err := c.Journal.AppendUnsynced(ledger.EventRecord(ev)); err != nil {
-		return fmt.Errorf("prepare %s: %w", c.SidecarDir, err)
-	}
-	if err := c.Journal.AppendUnsynced(ledger.NoteRecord(notes[0])); err != nil {
-		return fmt.Errorf("prepare %s: %w", c.SidecarDir, err)
-	}
-	if err := c.Journal.Append(ledger.NoteRecord(notes[1])); err != nil {
+	if err := c.Journal.AppendAll(ledger.EventRecord(ev), ledger.NoteRecord(notes[0]), ledger.NoteRecord(notes[1])); err != nil {
 		return fmt.Errorf("prepare %s: %w", c.SidecarDir, err)
 	}
 	durable.Failpoint(fpAfterInPlaceRecord)
