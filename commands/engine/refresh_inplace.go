@@ -36,14 +36,16 @@ const (
 // not kept, and marks it dirty, before its first byte changes), sealed with
 // one sync, verified (verify.VerifiedAppend) and committed by a clean
 // source state (rollback.CommitInPlace): one journal sync and one seal per
-// session. Until that last write pi does not
-// read the sidecar (FORMAT.md §8), so a crash or failure part way leaves a
-// sidecar the next run rebuilds. The result is byte for byte the store a
-// full rebuild writes at the same clock, its ledger included.
+// session. Until that last write pi does not read the sidecar (FORMAT.md
+// §8), so a crash or failure part way leaves a sidecar the next run
+// rebuilds. The result is byte for byte the store a full rebuild writes at
+// the same clock, its ledger included.
 func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec refreshRecord, sum [32]byte) (SessionResult, inPlaceNext) {
 	env, s := x.env, x.s
 	none := wire.Verification{}
-	lock, err := env.Ops.LockFile(ctx, store.MutationLockPath(x.sidecar), env.LockTimeout)
+	// Tried once: while another process holds it, the staging copy
+	// (which writes nothing into the sidecar) does without.
+	lock, err := env.Ops.LockFile(ctx, store.MutationLockPath(x.sidecar), 0)
 	if err != nil {
 		env.Log.Debug().Str("session", s.Path).Err(err).Msg("store mutation lock: refresh through a staging copy")
 		return res, inPlaceStaged

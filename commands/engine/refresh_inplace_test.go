@@ -107,8 +107,9 @@ func TestRollbackInPlace(t *testing.T) {
 }
 
 // TestRefreshInPlaceYields: while another process holds the sidecar's
-// store mutation lock, the refresh goes through a staging copy instead,
-// having written nothing into the sidecar.
+// store mutation lock, the refresh goes through a staging copy at once
+// (not after the session lock's timeout), having written nothing into the
+// sidecar.
 func TestRefreshInPlaceYields(t *testing.T) {
 	tree := t.TempDir()
 	path, _ := migSession(t, tree, "busy", 5)
@@ -122,8 +123,12 @@ func TestRefreshInPlaceYields(t *testing.T) {
 	}
 	defer lock.Unlock()
 	opt := migOptions(tree)
-	opt.LockTimeout = 100 * time.Millisecond
+	opt.LockTimeout = 10 * time.Minute
+	t0 := time.Now()
 	rep := migRun(t, opt)
+	if d := time.Since(t0); d > time.Minute {
+		t.Fatalf("the refresh waited %v for the store lock", d)
+	}
 	incRefreshedBy(t, rep, []string{path}, incCopied)
 	incSameAsFull(t, path, 0)
 }
