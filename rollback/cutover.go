@@ -90,9 +90,12 @@ func (c CutoverSpec) check() error {
 	return nil
 }
 
-func (c CutoverSpec) now() string {
-	if c.Clock != nil {
-		return wire.FormatTimestamp(c.Clock())
+func (c CutoverSpec) now() string { return stamp(c.Clock) }
+
+// stamp is the time a record carries: clock's, or the wall clock's.
+func stamp(clock func() time.Time) string {
+	if clock != nil {
+		return wire.FormatTimestamp(clock())
 	}
 	return wire.FormatTimestamp(time.Now())
 }
@@ -177,14 +180,7 @@ func Cutover(ctx context.Context, p verify.Passed, c CutoverSpec) (CutoverResult
 	}
 
 	durable.Failpoint(fpBeforeCutoverRecord)
-	ev := wire.MigrationEvent{
-		MigrationID: uuid.NewString(), Phase: wire.PhaseCutoverCommit, At: c.now(),
-		SourcePath: c.SessionPath, TargetPath: c.SidecarDir,
-		SourceFormat: m.SourceFormat, TargetFormat: wire.FormatNativeV2,
-		Verification:  wire.Verification{EntryCountMatch: true, HashChainMatch: true, IndexConsistent: true},
-		Outcome:       wire.OutcomeOK,
-		CorrelationID: c.CorrelationID,
-	}
+	ev := cutoverEvent(c.SessionPath, c.SidecarDir, m.SourceFormat, c.CorrelationID, c.now())
 	// The intent and the installed note reach the disk together, with the
 	// note's fsync, before anything is renamed.
 	if err := c.Journal.AppendUnsynced(ledger.EventRecord(ev)); err != nil {
@@ -236,6 +232,19 @@ func Cutover(ctx context.Context, p verify.Passed, c CutoverSpec) (CutoverResult
 		res.SyncDirs = append(quarantineDirs(c.Tree, filepath.Dir(q)), filepath.Dir(c.SidecarDir))
 	}
 	return res, nil
+}
+
+// cutoverEvent is the cutover_commit event (the intent) of a verified
+// store about to become session's sidecar.
+func cutoverEvent(session, sidecar string, format wire.SourceFormat, correlationID, at string) wire.MigrationEvent {
+	return wire.MigrationEvent{
+		MigrationID: uuid.NewString(), Phase: wire.PhaseCutoverCommit, At: at,
+		SourcePath: session, TargetPath: sidecar,
+		SourceFormat: format, TargetFormat: wire.FormatNativeV2,
+		Verification:  wire.Verification{EntryCountMatch: true, HashChainMatch: true, IndexConsistent: true},
+		Outcome:       wire.OutcomeOK,
+		CorrelationID: correlationID,
+	}
 }
 
 // quarantineDirs lists dir and its parents up to the tree's .pisess/,

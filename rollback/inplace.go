@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/google/uuid"
-
 	"pisess/ledger"
 	"pisess/verify"
 	"pisess/writers/durable"
@@ -61,14 +59,7 @@ func PrepareInPlace(c InPlaceSpec) error {
 	if err != nil {
 		return fmt.Errorf("prepare %s: %w", c.SidecarDir, err)
 	}
-	ev := wire.MigrationEvent{
-		MigrationID: uuid.NewString(), Phase: wire.PhaseCutoverCommit, At: c.now(),
-		SourcePath: c.SessionPath, TargetPath: c.SidecarDir,
-		SourceFormat: c.SourceFormat, TargetFormat: wire.FormatNativeV2,
-		Verification:  wire.Verification{EntryCountMatch: true, HashChainMatch: true, IndexConsistent: true},
-		Outcome:       wire.OutcomeOK,
-		CorrelationID: c.CorrelationID,
-	}
+	ev := cutoverEvent(c.SessionPath, c.SidecarDir, c.SourceFormat, c.CorrelationID, c.now())
 	notes := []ledger.Note{{
 		CorrelationID: c.CorrelationID, At: c.now(), Session: c.SessionPath, Kind: ledger.NoteInstalled, Path: c.SidecarDir,
 		Detail: fmt.Sprintf("continued in place: %d entries appended to the %d of the sidecar (%s)", c.Appended, c.BaseEntries, id),
@@ -101,12 +92,7 @@ func (c InPlaceSpec) check() error {
 	return nil
 }
 
-func (c InPlaceSpec) now() string {
-	if c.Clock != nil {
-		return wire.FormatTimestamp(c.Clock())
-	}
-	return wire.FormatTimestamp(time.Now())
-}
+func (c InPlaceSpec) now() string { return stamp(c.Clock) }
 
 // CommitInPlace commits a sidecar that a refresh continued in place
 // (PrepareInPlace, then writers.AppendInPlace), verified (p, of

@@ -49,38 +49,25 @@ type InPlaceOptions struct {
 // An error after Prepare leaves a store the caller must not install: the
 // sidecar stays dirty for a rebuild.
 func AppendInPlace(ctx context.Context, dir string, open OpenAppended, opt InPlaceOptions) (res AppendResult, err error) {
-	var w *store.Writer
-	ch := make(chan opened, 1)
-	go func() {
-		src, err := open(func(id string) bool { return w.Has(id) })
-		ch <- opened{src, err}
-	}()
-	w, b, err := store.ContinueInPlace(ctx, dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops, BaseVouched: true})
-	o := <-ch
-	if o.src != nil {
-		defer o.src.Close()
-	}
+	w, b, src, err := continueBase(open, func() (*store.Writer, store.Base, error) {
+		return store.ContinueInPlace(ctx, dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops, BaseVouched: true})
+	})
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, err)
 	}
+	defer src.Close()
 	defer func() {
 		if cerr := w.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("append in place %s: %w", dir, cerr)
 		}
 	}()
-	if o.err != nil {
-		return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, o.err)
-	}
-	h := o.src.Header()
-	if err := sameSession(h, b); err != nil {
-		return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, err)
-	}
+	h := src.Header()
 	res.Base = b
 	max := opt.MaxHeldBytes
 	if max <= 0 {
 		max = MaxInPlaceBytes
 	}
-	entries, err := readAppended(ctx, o.src, w, max)
+	entries, err := readAppended(ctx, src, w, max)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, err)
 	}

@@ -62,37 +62,19 @@ func StageAppend(ctx context.Context, base string, open OpenAppended, dir string
 }
 
 func stageAppend(ctx context.Context, base string, open OpenAppended, dir string, opt StageOptions) (res AppendResult, err error) {
-	// The source is opened (its unchanged prefix hashed, one sequential
-	// read) while base is copied: the two are independent until the first
-	// appended entry asks what w holds, and on two cores the refresh of a
-	// large session then takes the longer of the two, not their sum.
-	var w *store.Writer
-	ch := make(chan opened, 1)
-	go func() {
-		src, err := open(func(id string) bool { return w.Has(id) })
-		ch <- opened{src, err}
-	}()
-	w, b, err := store.Resume(ctx, base, dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops, BaseVouched: opt.BaseVouched})
-	o := <-ch
-	if o.src != nil {
-		defer o.src.Close()
-	}
+	w, b, src, err := continueBase(open, func() (*store.Writer, store.Base, error) {
+		return store.Resume(ctx, base, dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops, BaseVouched: opt.BaseVouched})
+	})
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("stage %s: %w", dir, err)
 	}
+	defer src.Close()
 	defer func() {
 		if cerr := w.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("stage %s: %w", dir, cerr)
 		}
 	}()
-	if o.err != nil {
-		return AppendResult{}, fmt.Errorf("stage %s: %w", dir, o.err)
-	}
-	src := o.src
 	h := src.Header()
-	if err := sameSession(h, b); err != nil {
-		return AppendResult{}, fmt.Errorf("stage %s: %w", dir, err)
-	}
 	res.Base = b
 	for {
 		if err := ctx.Err(); err != nil {
@@ -122,10 +104,42 @@ func stageAppend(ctx context.Context, base string, open OpenAppended, dir string
 	return res, nil
 }
 
-// opened is a source opened beside the check of its base store.
-type opened struct {
-	src readers.Source
-	err error
+// continueBase opens the source of the appended entries on a goroutine of
+// its own (its unchanged prefix hashed, one sequential read) while base
+// checks the store it continues and returns its Writer: the two are
+// independent until the first appended entry asks what the Writer holds,
+// so on two cores the refresh of a large session takes the longer of the
+// two, not their sum. The source must be the base's session; on error
+// nothing is left open.
+func continueBase(open OpenAppended, base func() (*store.Writer, store.Base, error)) (*store.Writer, store.Base, readers.Source, error) {
+	type opened struct {
+		src readers.Source
+		err error
+	}
+	var w *store.Writer
+	ch := make(chan opened, 1)
+	go func() {
+		src, err := open(func(id string) bool { return w.Has(id) })
+		ch <- opened{src, err}
+	}()
+	w, b, err := base()
+	o := <-ch
+	if err == nil {
+		err = o.err
+	}
+	if err == nil {
+		err = sameSession(o.src.Header(), b)
+	}
+	if err != nil {
+		if o.src != nil {
+			o.src.Close()
+		}
+		if w != nil {
+			_ = w.Close()
+		}
+		return nil, store.Base{}, nil, err
+	}
+	return w, b, o.src, nil
 }
 
 // sameSession refuses a source whose header is not base's session and
