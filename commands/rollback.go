@@ -17,10 +17,14 @@ func rollbackCommand(r *run) *cli.Command {
 		Description: `pisess rollback [--dry-run] [--json] [--tree PATH] CORRELATION_ID
    Reads the tree journal (<tree>/.pisess/journal.jsonl) for every session the
    run CORRELATION_ID cut over or upgraded, and undoes each under its session
-   lock: the sidecar it installed moves into <tree>/.pisess/quarantine/<id>/
-   (never deleted); a sidecar it displaced is put back; an upgraded source is
-   restored byte for byte — unless pi appended to it since, in which case the
-   session is left as it is and reported (nothing is lost). Each step is a
+   lock: the sidecar it installed (or continued in place) moves into
+   <tree>/.pisess/quarantine/<id>/ (never deleted); a sidecar it displaced is
+   put back, unless the run did not keep it (pisess built it and the session
+   file still holds its bytes: pi then reads the session file until the next
+   migrate); a sidecar a later run continued in place is left alone and
+   reported (roll that run back first); an upgraded source is restored byte
+   for byte — unless pi appended to it since, in which case the session is
+   left as it is and reported (nothing is lost). Each step is a
    rollback event with the same correlation id in the journal. Killed and run
    again, it finishes; run once more, it changes nothing.
 
