@@ -445,8 +445,8 @@ func editRecord(tb testing.TB, tree string, edit func(*refreshRecord)) {
 
 // TestIncrementalRefreshRealPiAppends: the real TypeScript pi appends to
 // real pi sessions (it leaves the sidecar's fingerprint mismatching rather
-// than marking it dirty, FORMAT.md §12); the refresh is incremental and
-// its store byte for byte the full rebuild's.
+// than marking it dirty, FORMAT.md §12); the refresh continues each
+// sidecar in place, byte for byte the full rebuild.
 func TestIncrementalRefreshRealPiAppends(t *testing.T) {
 	pi.Require(t)
 	tree, vs := migVectorsTree(t, trees.Vectors(t, "realpi"))
@@ -485,6 +485,9 @@ func TestIncrementalRefreshRealPiAppends(t *testing.T) {
 		incSameAsFull(t, p, 0)
 		incVerify(t, p)
 	}
+	// pi continues its session from the last entry: every refresh went
+	// in place.
+	incRefreshedBy(t, rep, migrated, incInPlace)
 }
 
 // entryIDs returns the ids of the session's entries, in file order.
