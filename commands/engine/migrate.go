@@ -619,7 +619,7 @@ func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID stri
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				reading <- struct{}{}
+				// The reading slot was taken for i by the loop below.
 				slot := &buildSlot{reading: reading, staging: staging, holds: reading}
 				e := env
 				e.Journal, e.Refresh, e.slot = jobs[i].journal, jobs[i].refresh, slot
@@ -637,6 +637,11 @@ func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID stri
 			results[i].Outcome, results[i].Error = OutcomeFailed, &ErrorInfo{Class: "canceled", Message: "not started: the run was interrupted"}
 			continue
 		}
+		// Reading slots are taken here, in the order of jobs, not by
+		// the workers that race for them: a session that waits for its
+		// lock (pi is writing it) must not start before, and hold up,
+		// the sessions planned ahead of it.
+		reading <- struct{}{}
 		next <- i
 	}
 	close(next)

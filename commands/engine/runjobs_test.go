@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,5 +117,32 @@ func TestPlanAllKeepsOrder(t *testing.T) {
 	}
 	if most.Load() < 2 {
 		t.Errorf("at most %d sessions were planned at once", most.Load())
+	}
+}
+
+// TestRunJobsStartsInOrder: with --jobs 1, sessions have their first pass
+// in the order of the plan (a worker that took a later session cannot
+// take the reading slot first): a session whose lock pi holds must not be
+// started ahead of, and hold up, the ones planned before it.
+func TestRunJobsStartsInOrder(t *testing.T) {
+	root := t.TempDir()
+	var want []string
+	for i := 0; i < 24; i++ {
+		p, _ := migSession(t, root, fmt.Sprintf("s%02d", i), 2)
+		want = append(want, p)
+	}
+	var mu sync.Mutex
+	var got []string
+	testHookOpened = func(path string) {
+		mu.Lock()
+		got = append(got, path)
+		mu.Unlock()
+	}
+	t.Cleanup(func() { testHookOpened = nil })
+	opt := migOptions(root)
+	opt.Jobs = 1
+	migRun(t, opt)
+	if !slices.Equal(got, want) {
+		t.Fatalf("first passes in the order\n%v\nwant\n%v", got, want)
 	}
 }
