@@ -74,6 +74,34 @@ func TestAppendStoreEventWritesCodecBytes(t *testing.T) {
 	}
 }
 
+// TestReplaceStoreEvents: the ledger becomes exactly the given events'
+// lines, whatever it held; an event off the contract writes nothing.
+func TestReplaceStoreEvents(t *testing.T) {
+	dir := newStore(t)
+	old := event(wire.PhaseCompleted, "/t/a.jsonl", "run-0000-older")
+	if err := AppendStoreEvent(dir, old); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(StoreLedgerPath(dir))
+	if err := ReplaceStoreEventsWith(durable.OS, dir, event(wire.PhasePlanned, "/t/a.jsonl", "x")); err == nil {
+		t.Fatal("an invalid event was written")
+	}
+	if got, _ := os.ReadFile(StoreLedgerPath(dir)); !bytes.Equal(got, before) {
+		t.Fatal("a refused replacement changed the ledger")
+	}
+	evs := []wire.MigrationEvent{event(wire.PhasePlanned, "/t/a.jsonl", testCID), event(wire.PhaseCompleted, "/t/a.jsonl", testCID)}
+	if err := ReplaceStoreEventsWith(durable.OS, dir, evs...); err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	for _, ev := range evs {
+		want = wire.AppendMigrationEvent(want, ev)
+	}
+	if got, _ := os.ReadFile(StoreLedgerPath(dir)); !bytes.Equal(got, want) {
+		t.Fatalf("ledger:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func TestAppendStoreEventSyncsFileThenDirectory(t *testing.T) {
 	dir := newStore(t)
 	var steps []string

@@ -76,10 +76,9 @@ func AppendStoreEventWith(ops durable.Ops, storeDir string, ev wire.MigrationEve
 // order, with one check of the existing ledger: all are checked against
 // the contract before the first is written.
 func AppendStoreEventsWith(ops durable.Ops, storeDir string, evs ...wire.MigrationEvent) error {
-	for _, ev := range evs {
-		if err := wire.CheckMigrationEvent(ev); err != nil {
-			return fmt.Errorf("append migration event: %w", err)
-		}
+	lines, err := eventLines(evs)
+	if err != nil {
+		return fmt.Errorf("append migration event: %w", err)
 	}
 	path := StoreLedgerPath(storeDir)
 	if err := scanStoreLedger(ops, path, func(wire.MigrationEvent) {}); err != nil {
@@ -88,10 +87,6 @@ func AppendStoreEventsWith(ops durable.Ops, storeDir string, evs ...wire.Migrati
 	if err := ops.MkdirPrivate(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("append migration event: %w", err)
 	}
-	var lines []byte
-	for _, ev := range evs {
-		lines = wire.AppendMigrationEvent(lines, ev)
-	}
 	if len(lines) == 0 {
 		return nil
 	}
@@ -99,6 +94,36 @@ func AppendStoreEventsWith(ops durable.Ops, storeDir string, evs ...wire.Migrati
 		return fmt.Errorf("append migration event: %w", err)
 	}
 	return nil
+}
+
+// ReplaceStoreEventsWith writes evs as the store's whole ledger, in place
+// (truncated, written; synced unless ops defer syncs), as the reference
+// writes to a ledger: a store continued in place holds the events of its
+// latest migration only, as the store a rebuild writes does. Not atomic:
+// only for a sidecar marked dirty, which pi does not read until it is
+// clean again.
+func ReplaceStoreEventsWith(ops durable.Ops, storeDir string, evs ...wire.MigrationEvent) error {
+	lines, err := eventLines(evs)
+	if err == nil {
+		err = ops.WriteFileInPlace(StoreLedgerPath(storeDir), lines, 0o600)
+	}
+	if err != nil {
+		return fmt.Errorf("replace migration events: %w", err)
+	}
+	return nil
+}
+
+// eventLines checks every event against the contract and returns their
+// lines, in order.
+func eventLines(evs []wire.MigrationEvent) ([]byte, error) {
+	var lines []byte
+	for _, ev := range evs {
+		if err := wire.CheckMigrationEvent(ev); err != nil {
+			return nil, err
+		}
+		lines = wire.AppendMigrationEvent(lines, ev)
+	}
+	return lines, nil
 }
 
 // scanStoreLedger calls fn for each event of the ledger at path.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"pisess/ledger"
 	"pisess/readers/jsonl"
 	"pisess/rollback"
 	"pisess/writers"
@@ -96,7 +97,7 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 		len(ar.Appended), ar.Base.Manifest.Counters.EntriesTotal))
 	// The store's ledger holds this migration's events, as a rebuilt
 	// store's does; everything written is then sealed at once.
-	if err := store.ReplaceLedger(sops, x.sidecar, x.storeEvents(v)); err != nil {
+	if err := ledger.ReplaceStoreEventsWith(sops, x.sidecar, x.storeEvents(v)...); err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("store ledger: %w", err)), inPlaceDone
 	}
 	env.yield()

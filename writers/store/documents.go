@@ -139,27 +139,6 @@ func (w *Writer) WriteSourceState(s wire.SourceState) error {
 	return WriteSourceState(w.ops, w.root, s)
 }
 
-// ReplaceLedger writes evs as the whole of root's migrations/ledger.jsonl,
-// in place (truncated, written; synced unless ops defer syncs), as the
-// reference writes to a ledger: a store continued in place holds the
-// events of its latest migration only, as the store a rebuild writes does.
-// Not atomic: only for a sidecar marked dirty, which pi does not read until
-// it is clean again.
-func ReplaceLedger(ops durable.Ops, root string, evs []wire.MigrationEvent) error {
-	path := LedgerPath(root)
-	var data []byte
-	for _, ev := range evs {
-		if err := wire.CheckMigrationEvent(ev); err != nil {
-			return fmt.Errorf("replace %s: %w", path, err)
-		}
-		data = wire.AppendMigrationEvent(data, ev)
-	}
-	if err := ops.WriteFileInPlace(path, data, 0o600); err != nil {
-		return fmt.Errorf("replace %s: %w", path, err)
-	}
-	return nil
-}
-
 // WriteSourceState is Writer.WriteSourceState for any store root.
 func WriteSourceState(ops durable.Ops, root string, s wire.SourceState) error {
 	path := SourceStatePath(root)
