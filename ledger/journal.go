@@ -113,6 +113,9 @@ type Journal struct {
 	uid, gid int
 	ready    bool
 	end      journalEnd
+	// unsynced counts the appends not yet known durable: a Sync with none
+	// has nothing to do (a run that appended nothing opens nothing).
+	unsynced int
 }
 
 // journalEnd identifies the journal file as an append left it: its change
@@ -190,10 +193,36 @@ func (j *Journal) AppendAll(recs ...Record) error { return j.append(true, recs..
 // journal's first record is always synced, with its directory entry.
 func (j *Journal) AppendUnsynced(rec Record) error { return j.append(false, rec) }
 
-// Sync makes every record appended so far durable (the end of a run).
-func (j *Journal) Sync() error {
+// AppendAllUnsynced is AppendAll without the fsync: records that must be
+// durable before something they describe is published, made so by Sync
+// before the caller publishes it (a refresh in place: its records and the
+// sidecar are made durable together, and only then is the sidecar
+// committed).
+func (j *Journal) AppendAllUnsynced(recs ...Record) error { return j.append(false, recs...) }
+
+// Sync makes every record appended so far durable (before a publication,
+// at the end of a run).
+func (j *Journal) Sync() error { return j.SyncUnlessSealed(0, false) }
+
+// SyncUnlessSealed is Sync after a seal of a whole filesystem
+// (durable.Ops.SealFilesystem) that began after the records were
+// appended: nothing more when the journal is on that filesystem (dev, with
+// whole), else an fsync.
+func (j *Journal) SyncUnlessSealed(dev uint64, whole bool) error {
+	if whole {
+		if end, ok := journalEndOf(j.path); ok && end.dev == dev {
+			return nil
+		}
+	}
+	return j.sync()
+}
+
+func (j *Journal) sync() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.unsynced == 0 {
+		return nil
+	}
 	f, err := openRegular(j.ops, j.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -205,6 +234,7 @@ func (j *Journal) Sync() error {
 	if err := j.ops.SyncFile(f); err != nil {
 		return fmt.Errorf("journal sync %s: %w", j.path, err)
 	}
+	j.unsynced = 0 // appends hold j.mu: none came in between
 	return nil
 }
 
@@ -259,8 +289,12 @@ func (j *Journal) append(sync bool, recs ...Record) error {
 	ops := j.ops
 	ops.DeferSync = ops.DeferSync || (!sync && exists)
 	j.end = journalEnd{}
+	j.unsynced++ // a failed append may have written part of its line
 	if err := ops.AppendLines(j.path, line); err != nil {
 		return fmt.Errorf("journal append: %w", err)
+	}
+	if !ops.DeferSync {
+		j.unsynced = 0 // its fsync wrote back the whole file
 	}
 	if !exists {
 		if err := j.ops.ChownIfRoot(j.path, j.uid, j.gid); err != nil {

@@ -607,3 +607,48 @@ func TestCorrelationIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestJournalSyncOnlyWhatIsUnsynced: Sync fsyncs the journal only when an
+// append left records unsynced, and SyncUnlessSealed trusts a seal of the
+// journal's own filesystem (syncfs) in place of its fsync, never another's
+// or a fallback seal of one tree. The fsync fails here, which shows when
+// it is called.
+func TestJournalSyncOnlyWhatIsUnsynced(t *testing.T) {
+	tree, first := newTree(t)
+	a := filepath.Join(tree, "a.jsonl")
+	if err := first.Append(EventRecord(event(wire.PhasePlanned, a, testCID))); err != nil {
+		t.Fatal(err)
+	}
+	j, err := OpenJournalWith(durable.FaultyOps(durable.FaultRule{Op: durable.FaultSync, Pattern: "journal.jsonl", Err: syscall.EIO}), tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Sync(); err != nil {
+		t.Fatalf("Sync with nothing appended: %v", err)
+	}
+	if err := j.AppendAllUnsynced(EventRecord(event(wire.PhaseCutoverCommit, a, testCID)), NoteRecord(note(NoteInstalled, a, testCID))); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(j.Path(), &st); err != nil {
+		t.Fatal(err)
+	}
+	dev := uint64(st.Dev)
+	if err := j.SyncUnlessSealed(dev, true); err != nil {
+		t.Fatalf("after a seal of its filesystem: %v", err)
+	}
+	for _, c := range []struct {
+		dev   uint64
+		whole bool
+	}{{dev + 1, true}, {dev, false}} {
+		if err := j.SyncUnlessSealed(c.dev, c.whole); !errors.Is(err, syscall.EIO) {
+			t.Errorf("SyncUnlessSealed(%d, %v) = %v, want the fsync's EIO", c.dev, c.whole, err)
+		}
+	}
+	if err := j.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Errorf("Sync after a failed one = %v, want EIO (the records are still unsynced)", err)
+	}
+	if mine, err := first.Records(testCID); err != nil || len(mine) != 3 {
+		t.Fatalf("Records = %+v, %v", mine, err)
+	}
+}

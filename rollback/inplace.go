@@ -44,11 +44,18 @@ type InPlaceSpec struct {
 //     discarded note (the sidecar as it is, its first c.BaseEntries
 //     entries, is not kept: the session file still holds them, so a
 //     rollback of the run, or a crash, leaves pi reading the session file),
-//     synced together;
+//     appended together without a sync: the caller makes them durable
+//     (ledger.Journal.Sync) with the appended store's seal, before
+//     CommitInPlace — off the path of the next session's work (issue 14);
 //  2. the sidecar is marked dirty (FORMAT.md §8), without a sync of its
 //     own: the seal of the appended store makes it durable with the rest,
 //     and until then pi judges the sidecar stale anyway (a session that
 //     grew no longer has the length its fingerprint claims).
+//
+// A power loss may so keep some of the sidecar's new bytes and lose the
+// records, or the dirty mark: the sidecar is then dirty, or stale by its
+// fingerprint (the session grew), never clean, and the next run rebuilds
+// it; a rollback of the run finds nothing of it to undo.
 //
 // From here pi reads the session file until CommitInPlace.
 func PrepareInPlace(c InPlaceSpec) error {
@@ -68,7 +75,7 @@ func PrepareInPlace(c InPlaceSpec) error {
 		Detail: fmt.Sprintf("continued in place: the sidecar before this run was its first %d entries, which the session file still holds", c.BaseEntries),
 	}}
 	durable.Failpoint(fpBeforeInPlaceRecord)
-	if err := c.Journal.AppendAll(ledger.EventRecord(ev), ledger.NoteRecord(notes[0]), ledger.NoteRecord(notes[1])); err != nil {
+	if err := c.Journal.AppendAllUnsynced(ledger.EventRecord(ev), ledger.NoteRecord(notes[0]), ledger.NoteRecord(notes[1])); err != nil {
 		return fmt.Errorf("prepare %s: %w", c.SidecarDir, err)
 	}
 	durable.Failpoint(fpAfterInPlaceRecord)

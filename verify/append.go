@@ -78,7 +78,7 @@ func VerifiedAppend(ctx context.Context, stagingDir, sessionPath string, check A
 		a.out.add(Finding{Code: CodeSymlinkAncestor, Class: ClassCorrupt, Path: link, Detail: fmt.Sprintf("a symlink on the way to the store (%v)", err)})
 	}
 	walkStore(&a.out, root, root, fi, accept)
-	st, err := store.Open(root, store.ReadOptions{MaxSegmentBytes: opt.MaxSegmentBytes})
+	st, err := store.Open(root, store.ReadOptions{MaxSegmentBytes: opt.MaxSegmentBytes, OnceManifest: true})
 	if err != nil {
 		return Passed{}, Report{}, fmt.Errorf("verify: %w", err)
 	}

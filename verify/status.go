@@ -323,7 +323,7 @@ func StatusFast(sessionPath string) (StatusReport, error) {
 			Detail: "a rollback to a checkpoint was interrupted", Repair: RepairIntent})
 	}
 	if classify(out.list) == ClassMigrated {
-		if st, err := store.Open(root, store.ReadOptions{}); err == nil {
+		if st, err := store.Open(root, store.ReadOptions{OnceManifest: true}); err == nil {
 			fastManifest(&out, st, root, rep.Session, id)
 			fillCounts(&rep, st)
 		}

@@ -13,8 +13,10 @@ import (
 
 // MaxInPlaceBytes bounds the payloads AppendInPlace holds before it writes
 // the first of them: more appended than that is refreshed through a
-// staging copy (StageAppend), which streams.
-const MaxInPlaceBytes = 32 << 20
+// staging copy (StageAppend), which streams. A run's pipeline holds at most
+// two such sessions per job (one read and checked while the one before it
+// is written).
+const MaxInPlaceBytes = 16 << 20
 
 // ErrTooMuchAppended is matched by AppendInPlace's error when the source
 // gained more payload bytes than it holds (InPlaceOptions.MaxHeldBytes):

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"io/fs"
@@ -10,9 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"pisess/readers/discover"
 	"pisess/verify"
@@ -60,17 +58,26 @@ type freshEntry struct {
 	Names []string `json:"names"`
 	// Digest covers the session file and every name.
 	Digest string `json:"digest"`
+	// Source is a digest of the session file's metadata alone, and
+	// Version its header's version: while the file is unchanged, the
+	// walk takes the version from here instead of reading the header
+	// (discover.Headers). Absent in caches of earlier versions.
+	Source  string `json:"source,omitempty"`
+	Version int    `json:"version,omitempty"`
 }
 
 // freshCache is one tree's fresh cache, loaded once per run.
 type freshCache struct {
 	stateSet[freshEntry]
+	// loaded is when the cache was read, before the run's walk: every
+	// judgment of the run (headers read, statuses) came after it.
+	loaded time.Time
 	// candidates were judged fresh by this run's planning (settle).
-	candidates []candidate
+	candidates []discover.Session
 }
 
 func loadFreshCache(tree string) *freshCache {
-	return &freshCache{stateSet: loadStateSet(tree, FreshCacheName, freshCacheMax, func(e freshEntry) bool {
+	return &freshCache{loaded: time.Now(), stateSet: loadStateSet(tree, FreshCacheName, freshCacheMax, func(e freshEntry) bool {
 		if len(e.Names) == 0 || len(e.Names) > freshMaxNames || len(e.Digest) != 2*sha256.Size {
 			return false
 		}
@@ -84,15 +91,34 @@ func loadFreshCache(tree string) *freshCache {
 	})}
 }
 
+// Header implements discover.Headers: the header version of a session
+// judged fresh, while its file's metadata is what it was then.
+func (c *freshCache) Header(rel string, key discover.FileKey) (int, bool) {
+	e, ok := c.get(rel)
+	if !ok || e.Version == 0 || e.Source == "" || e.Source != sourceDigest(key) {
+		return 0, false
+	}
+	return e.Version, true
+}
+
 // fresh reports whether session s was judged fresh by an earlier run and
-// nothing it depends on has changed since.
-func (c *freshCache) fresh(s discover.Session) bool {
+// nothing it depends on has changed since; upgrade, whether its entry
+// lacks what this version keeps (the header's version). The session
+// file's metadata is discovery's (s.Key, taken as the walk listed it) when
+// it has it.
+func (c *freshCache) fresh(s discover.Session) (fresh, upgrade bool) {
 	e, ok := c.get(s.Rel)
 	if !ok || s.Sidecar == "" {
-		return false
+		return false, false
 	}
-	d, _, ok := metaDigest(s.Path, s.Sidecar, e.Names, time.Time{})
-	return ok && d == e.Digest
+	key := s.Key
+	if key == (discover.FileKey{}) {
+		if key, ok = lstatKey(s.Path); !ok {
+			return false, false
+		}
+	}
+	d, _, ok := metaDigest(key, s.Sidecar, e.Names, time.Time{})
+	return ok && d == e.Digest, e.Version == 0 && s.Version > 0
 }
 
 // status returns the sidecar's fast status: from the cache when an
@@ -104,31 +130,32 @@ func (c *freshCache) status(s discover.Session) (verify.StatusReport, error) {
 	if c == nil || s.Rel == "" {
 		return statusFast(s.Path)
 	}
-	if c.fresh(s) {
+	if fresh, upgrade := c.fresh(s); fresh {
+		if upgrade {
+			// An entry of an earlier version: settled again with the
+			// header's version.
+			c.mu.Lock()
+			c.candidates = append(c.candidates, s)
+			c.mu.Unlock()
+		}
 		return verify.StatusReport{Session: s.Path, Sidecar: s.Sidecar, Class: verify.ClassMigrated}, nil
 	}
-	judged := time.Now()
 	st, err := statusFast(s.Path)
 	if err != nil || st.Class != verify.ClassMigrated || len(st.Findings) > 0 {
 		c.forget(s.Rel)
 		return st, err
 	}
 	c.mu.Lock()
-	c.candidates = append(c.candidates, candidate{s, judged})
+	c.candidates = append(c.candidates, s)
 	c.mu.Unlock()
 	return st, nil
 }
 
-// candidate is a session judged fresh at a time.
-type candidate struct {
-	s      discover.Session
-	judged time.Time
-}
-
 // settle caches the verdicts of the candidates. A verdict holds for the
 // files as they are now when none of them changed after its judgment
-// began: every change time and modification time is older than that by
-// more than the racy window (git's racily-clean rule; the window covers a
+// began (the cache's loading, before the walk read the session's header):
+// every change time and modification time is older than that by more
+// than the racy window (git's racily-clean rule; the window covers a
 // file clock that lags). Their metadata, sampled now, is the digest. Only
 // a run that writes the cache settles (the planning of a run that then
 // writes nothing pays nothing for the cache): for a tree pi uses, the
@@ -138,20 +165,28 @@ func (c *freshCache) settle() {
 	candidates := c.candidates
 	c.candidates = nil
 	c.mu.Unlock()
-	for _, cd := range candidates {
-		s := cd.s
+	for _, s := range candidates {
 		names, err := sidecarNames(s.Sidecar)
 		if err != nil {
 			c.forget(s.Rel)
 			continue
 		}
-		d, racy, ok := metaDigest(s.Path, s.Sidecar, names, cd.judged)
+		key, ok := lstatKey(s.Path)
+		if !ok || racyKey(key, c.loaded) {
+			c.forget(s.Rel)
+			continue
+		}
+		d, racy, ok := metaDigest(key, s.Sidecar, names, c.loaded)
 		if !ok || racy {
 			c.forget(s.Rel)
 			continue
 		}
-		c.set(s.Rel, freshEntry{Names: names, Digest: d}, func(old, e freshEntry) bool {
-			return old.Digest == e.Digest && slices.Equal(old.Names, e.Names)
+		e := freshEntry{Names: names, Digest: d}
+		if s.Version > 0 {
+			e.Source, e.Version = sourceDigest(key), s.Version
+		}
+		c.set(s.Rel, e, func(old, e freshEntry) bool {
+			return old.Digest == e.Digest && slices.Equal(old.Names, e.Names) && old.Source == e.Source && old.Version == e.Version
 		})
 	}
 }
@@ -182,42 +217,51 @@ func sidecarNames(sidecar string) ([]string, error) {
 
 var errTooManyNames = errors.New("too many entries to cache")
 
-// metaDigest hashes the lstat metadata of the session file and of each
-// name under the sidecar: identity, type and mode, links, owner, size and
-// both times. racy is set when a time is later than racyWindow before now
-// (a zero now skips that test). ok is false when a name cannot be lstat'ed.
-func metaDigest(session, sidecar string, names []string, now time.Time) (digest string, racy, ok bool) {
+// metaDigest hashes the metadata of the session file (its key) and the
+// lstat metadata of each name under the sidecar: identity, type and mode,
+// links, owner, size and both times. racy is set when a time of a name is
+// later than racyWindow before now (a zero now skips that test). ok is
+// false when a name cannot be lstat'ed.
+func metaDigest(session discover.FileKey, sidecar string, names []string, now time.Time) (digest string, racy, ok bool) {
 	h := sha256.New()
-	var buf [8 * 11]byte
-	add := func(p string) bool {
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			return false
-		}
-		b := buf[:0]
-		for _, v := range []uint64{st.Dev, st.Ino, uint64(st.Mode), uint64(st.Nlink), uint64(st.Uid), uint64(st.Gid),
-			uint64(st.Size), uint64(st.Mtim.Sec), uint64(st.Mtim.Nsec), uint64(st.Ctim.Sec), uint64(st.Ctim.Nsec)} {
-			b = binary.LittleEndian.AppendUint64(b, v)
-		}
-		h.Write(b)
-		if !now.IsZero() {
-			for _, t := range []time.Time{time.Unix(st.Mtim.Sec, st.Mtim.Nsec), time.Unix(st.Ctim.Sec, st.Ctim.Nsec)} {
-				if now.Sub(t) < racyWindow {
-					racy = true
-				}
-			}
-		}
-		return true
-	}
-	if !add(session) {
-		return "", false, false
-	}
+	buf := make([]byte, 0, 8*11)
+	h.Write(session.AppendBinary(buf))
 	for _, n := range names {
 		h.Write([]byte(n))
 		h.Write([]byte{0})
-		if !add(filepath.Join(sidecar, n)) {
+		k, ok := lstatKey(filepath.Join(sidecar, n))
+		if !ok {
 			return "", false, false
+		}
+		h.Write(k.AppendBinary(buf))
+		if !now.IsZero() && racyKey(k, now) {
+			racy = true
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), racy, true
+}
+
+// sourceDigest is the digest of a session file's metadata (freshEntry.Source).
+func sourceDigest(k discover.FileKey) string {
+	sum := sha256.Sum256(k.AppendBinary(make([]byte, 0, 8*11)))
+	return hex.EncodeToString(sum[:16])
+}
+
+// lstatKey is the lstat metadata of path.
+func lstatKey(path string) (discover.FileKey, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil {
+		return discover.FileKey{}, false
+	}
+	return discover.KeyOfStat(&st), true
+}
+
+// racyKey reports whether a time of k is later than racyWindow before now.
+func racyKey(k discover.FileKey, now time.Time) bool {
+	for _, t := range []time.Time{time.Unix(int64(k.MtimeSec), int64(k.MtimeNsec)), time.Unix(int64(k.CtimeSec), int64(k.CtimeNsec))} {
+		if now.Sub(t) < racyWindow {
+			return true
+		}
+	}
+	return false
 }

@@ -12,6 +12,7 @@ import (
 	"pisess/fixtures"
 	"pisess/readers/discover"
 	"pisess/verify"
+	"pisess/writers/durable"
 	"pisess/writers/store"
 )
 
@@ -268,7 +269,11 @@ func TestFreshCacheSymlinked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	digest, _, ok := metaDigest(paths[0], sidecar, names, time.Time{})
+	key, ok := lstatKey(paths[0])
+	if !ok {
+		t.Fatal("no key")
+	}
+	digest, _, ok := metaDigest(key, sidecar, names, time.Time{})
 	if !ok {
 		t.Fatal("no digest")
 	}
@@ -311,5 +316,58 @@ func chmod(tb testing.TB, p string, mode os.FileMode) {
 	tb.Helper()
 	if err := os.Chmod(p, mode); err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// TestFreshCacheHeaders: a cached verdict keeps the session file's header
+// version and a digest of its metadata: the next walk takes the version
+// from it while the file is unchanged (the deliberately wrong version in
+// the cache shows it was not read) and reads the header again once pi
+// wrote the file.
+func TestFreshCacheHeaders(t *testing.T) {
+	root, paths, refresh := freshTree(t)
+	refresh()
+	c := loadFreshCache(root)
+	rel := mustRel(t, root, paths[0])
+	e, ok := c.get(rel)
+	if !ok || e.Version != 3 || len(e.Source) != 32 {
+		t.Fatalf("entry %+v (%v), want version 3 and a source digest", e, ok)
+	}
+	key, ok := lstatKey(paths[0])
+	if !ok {
+		t.Fatal("no key")
+	}
+	if v, ok := c.Header(rel, key); !ok || v != 3 {
+		t.Fatalf("Header of the unchanged file: %d %v", v, ok)
+	}
+	changed := key
+	changed.Size++
+	if _, ok := c.Header(rel, changed); ok {
+		t.Fatal("Header answered for a file whose metadata changed")
+	}
+
+	e.Version = 9
+	c.set(rel, e, func(freshEntry, freshEntry) bool { return false })
+	if err := c.save(durable.OS); err != nil {
+		t.Fatal(err)
+	}
+	trees, err := walkRootsWith([]string{root}, discover.Options{Headers: func(r string) discover.Headers { return loadFreshCache(r) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range trees[0].Sessions {
+		if want := map[bool]int{true: 9, false: 3}[s.Path == paths[0]]; s.Version != want {
+			t.Errorf("%s: version %d, want %d", s.Rel, s.Version, want)
+		}
+	}
+	migAppend(t, paths[0], migEntryLine(migEntryID(0x200), "", "pi wrote"))
+	trees, err = walkRootsWith([]string{root}, discover.Options{Headers: func(r string) discover.Headers { return loadFreshCache(r) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range trees[0].Sessions {
+		if s.Path == paths[0] && s.Version != 3 {
+			t.Errorf("the written session's version %d: its header was not read again", s.Version)
+		}
 	}
 }

@@ -263,7 +263,23 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	}
 	log := zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger()
 	rep := MigrateReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Strict: opt.Strict}
-	trees, err := walkRoots(opt.Paths)
+	// Each tree's fresh cache is loaded before the walk, which takes from
+	// it the headers of the session files unchanged since a run judged
+	// them (a steady tree is walked without opening its sessions).
+	// Its other caches are read meanwhile, on goroutines of their own.
+	freshOf := map[string]*freshCache{}
+	refusalsOf := map[string]chan *refusalCache{}
+	recordsOf := map[string]chan *refreshRecords{}
+	walkOpt := discover.Options{Headers: func(root string) discover.Headers {
+		refusals, records := make(chan *refusalCache, 1), make(chan *refreshRecords, 1)
+		go func() { refusals <- loadRefusalCache(root) }()
+		go func() { records <- loadRefreshRecords(root) }()
+		refusalsOf[root], recordsOf[root] = refusals, records
+		fc := loadFreshCache(root)
+		freshOf[root] = fc
+		return fc
+	}}
+	trees, err := walkRootsWith(opt.Paths, walkOpt)
 	if err != nil {
 		return rep, err
 	}
@@ -288,7 +304,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			}
 		}
 		if healed {
-			if trees, err = walkRoots(opt.Paths); err != nil {
+			if trees, err = walkRootsWith(opt.Paths, walkOpt); err != nil {
 				return rep, err
 			}
 		}
@@ -314,14 +330,26 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		var cache *refusalCache
 		var fc *freshCache
 		if t.SymlinkAncestor == "" {
-			cache = loadRefusalCache(t.Root)
+			if c, ok := refusalsOf[t.Root]; ok {
+				cache = <-c
+				c <- cache // a second walk (after healing) may take it again
+			} else {
+				cache = loadRefusalCache(t.Root)
+			}
 			caches = append(caches, cache)
-			fc = loadFreshCache(t.Root)
+			if fc = freshOf[t.Root]; fc == nil {
+				fc = loadFreshCache(t.Root)
+			}
 			freshCaches = append(freshCaches, fc)
 		}
 		var rec *refreshRecords
 		if j != nil {
-			rec = loadRefreshRecords(t.Root)
+			if c, ok := recordsOf[t.Root]; ok {
+				rec = <-c
+				c <- rec
+			} else {
+				rec = loadRefreshRecords(t.Root)
+			}
 			records = append(records, rec)
 		}
 		for _, jb := range planAll(t.Sessions, func(s discover.Session) job { return planWithCache(s, opt.Force, cache, fc) }) {
@@ -471,6 +499,11 @@ func checkMigrateOptions(opt *MigrateOptions) error {
 
 // walkRoots discovers the trees under paths (the default tree when none).
 func walkRoots(paths []string) ([]discover.Tree, error) {
+	return walkRootsWith(paths, discover.Options{})
+}
+
+// walkRootsWith is walkRoots with discovery's options.
+func walkRootsWith(paths []string, opt discover.Options) ([]discover.Tree, error) {
 	if len(paths) == 0 {
 		roots, err := discover.DefaultRoots()
 		if err != nil {
@@ -483,7 +516,7 @@ func walkRoots(paths []string) ([]discover.Tree, error) {
 			return nil, fmt.Errorf("session tree %s: %w", p, err)
 		}
 	}
-	trees, err := discover.Walk(paths)
+	trees, err := discover.WalkWith(paths, opt)
 	if err != nil {
 		return nil, fmt.Errorf("discover sessions: %w", err)
 	}
@@ -574,7 +607,9 @@ func planAll(sessions []discover.Session, plan func(discover.Session) job) []job
 func planWithCache(s discover.Session, force bool, cache *refusalCache, fc *freshCache) job {
 	jb := job{session: s, cache: cache}
 	if cache != nil && s.Refusal == nil {
-		jb.identity, jb.hasIdentity = identityOf(s.Path)
+		if jb.identity, jb.hasIdentity = identityOfKey(s.Key); !jb.hasIdentity {
+			jb.identity, jb.hasIdentity = identityOf(s.Path)
+		}
 		if jb.hasIdentity {
 			if e, ok := cache.lookup(s.Rel, jb.identity); ok {
 				jb.fromCache = true

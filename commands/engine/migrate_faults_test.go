@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"pisess/fixtures"
+	"pisess/ledger"
 	"pisess/readers/discover"
 	"pisess/verify"
 	"pisess/writers/durable"
@@ -95,13 +96,20 @@ func TestMigrateInjectedFaults(t *testing.T) {
 				t.Errorf("tally %+v", rep.Tally())
 			}
 			if tt.inPlace {
-				// Marked dirty before its first byte changed (so the
-				// refresh did go in place): not a sidecar pi reads as
-				// fresh.
-				d := migDigestDiff(oldStore, fixtures.TreeDigest(t, sidecar), nil)
-				if len(d) == 0 {
-					t.Error("the sidecar is as it was: the refresh did not try to continue it in place")
+				// The refresh went in place (its records say so, written
+				// before the sidecar's first byte changed), and left a
+				// sidecar pi does not read as fresh: marked dirty, or (the
+				// mark itself failed) as it was, stale.
+				inPlace := false
+				for _, r := range migJournal(t, dir, rep.CorrelationID) {
+					if n := r.Note; n != nil && n.Session == session && n.Kind == ledger.NoteInstalled && strings.HasPrefix(n.Detail, "continued in place") {
+						inPlace = true
+					}
 				}
+				if !inPlace {
+					t.Error("the journal does not say the refresh tried to continue the sidecar in place")
+				}
+				d := migDigestDiff(oldStore, fixtures.TreeDigest(t, sidecar), nil)
 				if st, err := verify.StatusFast(session); err != nil || st.Class == verify.ClassMigrated {
 					t.Errorf("the sidecar changed %v and is %s (%v)", d, st.Class, err)
 				}

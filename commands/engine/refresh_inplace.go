@@ -63,6 +63,9 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 		}
 		prepared = true // a failed mark may have cut the state file
 		spec.BaseEntries, spec.Appended = b.Manifest.Counters.EntriesTotal, uint64(appended)
+		// Read and checked: the next session's reading may begin while
+		// this one is written (runJobs' pipeline).
+		env.opened()
 		return rollback.PrepareInPlace(spec)
 	}
 	durable.Failpoint(fpBeforeStage)
@@ -101,8 +104,14 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("store ledger: %w", err)), inPlaceDone
 	}
 	env.yield()
-	if err := env.Ops.SealTree(x.sidecar); err != nil {
+	dev, whole, err := env.Ops.SealFilesystem(x.sidecar)
+	if err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("sidecar: %w", err)), inPlaceDone
+	}
+	// The run's records of the session (PrepareInPlace) are durable with
+	// it: written back by the same syncfs, else synced now.
+	if err := env.Journal.SyncUnlessSealed(dev, whole); err != nil {
+		return x.failed(res, wire.ErrorClassIOFailure, v, err), inPlaceDone
 	}
 	durable.Failpoint(fpAfterStagingSeal)
 	if !src.Unchanged() {

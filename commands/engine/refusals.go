@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"pisess/readers"
+	"pisess/readers/discover"
 )
 
 // RefusalCacheName is the refusal cache in a tree's .pisess/: the sessions
@@ -33,16 +34,22 @@ type fileIdentity struct {
 
 // identityOf lstats path; ok is false when it cannot be taken.
 func identityOf(path string) (fileIdentity, bool) {
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() {
+	if fi, err := os.Lstat(path); err == nil {
+		if k, ok := discover.FileKeyOf(fi); ok {
+			return identityOfKey(k)
+		}
+	}
+	return fileIdentity{}, false
+}
+
+// identityOfKey is the identity of a regular file by its lstat metadata
+// (discovery's, taken as it listed the file: before anything read it).
+func identityOfKey(k discover.FileKey) (fileIdentity, bool) {
+	if k == (discover.FileKey{}) || k.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return fileIdentity{}, false
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileIdentity{}, false
-	}
-	return fileIdentity{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size,
-		MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano()}, true
+	return fileIdentity{Dev: k.Dev, Ino: k.Ino, Size: int64(k.Size),
+		MtimeNs: int64(k.MtimeSec)*1e9 + int64(k.MtimeNsec), CtimeNs: int64(k.CtimeSec)*1e9 + int64(k.CtimeNsec)}, true
 }
 
 type cachedRefusal struct {

@@ -74,6 +74,9 @@ type Session struct {
 	Format  readers.SourceFormat
 	Version int   // the header's version; 0 when unknown or absent
 	Size    int64 // the file's size (of the link itself for a symlink)
+	// Key is the file's lstat metadata when it was listed (zero when the
+	// system gave none).
+	Key FileKey
 	// Sidecar is the path of <stem>.v2 when something by that name exists
 	// (a directory, or anything else, which verify then reports).
 	Sidecar          string
@@ -168,7 +171,10 @@ func DefaultRoots() ([]string, error) {
 //
 // A root that does not exist or cannot be listed is an error; a directory
 // below a root that cannot be listed is reported in Skipped.
-func Walk(roots []string) ([]Tree, error) {
+func Walk(roots []string) ([]Tree, error) { return WalkWith(roots, Options{}) }
+
+// WalkWith is [Walk] with options.
+func WalkWith(roots []string, opt Options) ([]Tree, error) {
 	type root struct {
 		abs  string
 		info fs.FileInfo
@@ -197,7 +203,8 @@ func Walk(roots []string) ([]Tree, error) {
 		rs = append(rs, root{abs, fi})
 	}
 
-	w := walker{trees: map[string]*Tree{}, dirRoots: dirRoots, seen: map[string]bool{}}
+	w := walker{trees: map[string]*Tree{}, dirRoots: dirRoots, seen: map[string]bool{},
+		headersOf: opt.Headers, headers: map[string]Headers{}}
 	// treeOf maps each directory root to its tree's root: one tree, one
 	// journal, whichever directory inside it a run was given (issue 12).
 	treeOf := map[string]string{}
@@ -355,9 +362,29 @@ func hasPisessDir(dir string) bool {
 }
 
 type walker struct {
-	trees    map[string]*Tree
-	dirRoots map[string]bool
-	seen     map[string]bool // session paths already listed
+	trees     map[string]*Tree
+	dirRoots  map[string]bool
+	seen      map[string]bool // session paths already listed
+	headersOf func(root string) Headers
+	headers   map[string]Headers // by tree root, nil when none
+}
+
+// sniff is the package's sniff, unless the tree's header cache knows the
+// file as it is now.
+func (w *walker) sniff(t *Tree, s *Session) (ok bool, version int, reason string) {
+	if w.headersOf != nil && t.SymlinkAncestor == "" && s.Rel != "" && s.Key != (FileKey{}) {
+		h, seen := w.headers[t.Root]
+		if !seen {
+			h = w.headersOf(t.Root)
+			w.headers[t.Root] = h
+		}
+		if h != nil {
+			if v, ok := h.Header(s.Rel, s.Key); ok {
+				return true, v, ""
+			}
+		}
+	}
+	return sniff(s.Path, s.Format)
 }
 
 // tree returns the Tree for dir, creating it (and checking its ancestors
@@ -473,6 +500,7 @@ func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate, ances
 		Tree:    t.Root,
 		Format:  formatOf(c.path),
 		Size:    c.size,
+		Key:     c.key,
 		Lock:    LockPath(c.path),
 		Staging: l.staging[st],
 		Backups: l.backups[st],
@@ -487,7 +515,7 @@ func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate, ances
 		// Never sniffed: that would read through the link.
 		s.Refusal = &readers.RefusedError{Path: c.path, Class: readers.ClassSymlink, Reason: ReasonSymlink}
 	} else {
-		ok, version, reason := sniff(c.path, s.Format)
+		ok, version, reason := w.sniff(t, &s)
 		if !ok {
 			t.Skipped = append(t.Skipped, Skipped{Path: c.path, Kind: SkipNotSession, Reason: reason})
 			return
@@ -546,6 +574,7 @@ func stem(name string) string {
 type candidate struct {
 	path    string
 	size    int64
+	key     FileKey
 	symlink bool
 }
 
@@ -624,19 +653,13 @@ func listDir(dir string) (*listing, error) {
 	for _, e := range entries {
 		name := e.Name()
 		path := filepath.Join(dir, name)
-		fi, err := e.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // gone since the listing
-		}
-		if err != nil {
-			l.skipped = append(l.skipped, Skipped{Path: path, Kind: SkipUnreadable, Reason: err.Error()})
-			continue
-		}
-		mode := fi.Mode()
-		link := mode&fs.ModeSymlink != 0
+		// The entry's type comes with the listing; only a session file
+		// (its size and key) and a special file (its kind) need an lstat.
+		typ := e.Type()
+		link := typ&fs.ModeSymlink != 0
 		switch {
 		case name == PisessDir:
-			if mode.IsDir() {
+			if typ.IsDir() {
 				l.hasPisess = true
 			}
 			continue
@@ -653,27 +676,41 @@ func listDir(dir string) (*listing, error) {
 			l.backups[st] = append(l.backups[st], path)
 			continue
 		}
-		if hasIgnoredSuffix(name) && !mode.IsDir() {
+		if hasIgnoredSuffix(name) && !typ.IsDir() {
 			continue
 		}
 		ext := filepath.Ext(name)
 		isSession := (ext == ExtJSONL || ext == ExtSQLite) && ext != name
 		switch {
-		case mode.IsDir():
+		case typ.IsDir():
 			l.subdirs = append(l.subdirs, path)
-		case link && isSession:
-			l.candidates[stem(name)] = append(l.candidates[stem(name)], candidate{path: path, size: fi.Size(), symlink: true})
-		case link:
+		case link && !isSession:
 			// Only to report it: a symlinked directory is not entered.
 			if st, err := os.Stat(path); err == nil && st.IsDir() {
 				l.skipped = append(l.skipped, Skipped{Path: path, Kind: SkipSymlinkDir,
 					Reason: "symlinked directory not entered: pisess follows no symlink"})
 			}
-		case isSession && mode.IsRegular():
-			l.candidates[stem(name)] = append(l.candidates[stem(name)], candidate{path: path, size: fi.Size()})
 		case isSession:
-			l.skipped = append(l.skipped, Skipped{Path: path, Kind: SkipSpecial,
-				Reason: "not a regular file (" + mode.Type().String() + ")"})
+			fi, err := e.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // gone since the listing
+			}
+			if err != nil {
+				l.skipped = append(l.skipped, Skipped{Path: path, Kind: SkipUnreadable, Reason: err.Error()})
+				continue
+			}
+			mode := fi.Mode()
+			key, _ := FileKeyOf(fi)
+			c := candidate{path: path, size: fi.Size(), key: key, symlink: mode&fs.ModeSymlink != 0}
+			switch {
+			case c.symlink || mode.IsRegular():
+				l.candidates[stem(name)] = append(l.candidates[stem(name)], c)
+			case mode.IsDir():
+				l.subdirs = append(l.subdirs, path) // became one since the listing
+			default:
+				l.skipped = append(l.skipped, Skipped{Path: path, Kind: SkipSpecial,
+					Reason: "not a regular file (" + mode.Type().String() + ")"})
+			}
 		}
 	}
 	for st := range l.candidates {

@@ -512,3 +512,76 @@ func TestWalkSubdirBelowASymlinkInsideItsTree(t *testing.T) {
 		t.Fatalf("refusal %+v", r)
 	}
 }
+
+// headerTable is a discover.Headers that answers from a table of keys and
+// counts the questions.
+type headerTable struct {
+	versions map[string]int
+	keys     map[string]FileKey
+	asked    int
+}
+
+func (h *headerTable) Header(rel string, key FileKey) (int, bool) {
+	h.asked++
+	if k, ok := h.keys[rel]; ok && k == key {
+		return h.versions[rel], true
+	}
+	return 0, false
+}
+
+// TestWalkHeaderCache: a session file whose key is what the cache knows
+// takes its version from the cache (the header is not read: the cache's
+// deliberately wrong version shows it); one that changed since, or a
+// symlinked one, is sniffed; a file that is no session is still skipped.
+func TestWalkHeaderCache(t *testing.T) {
+	root := t.TempDir()
+	mkdir(t, filepath.Join(root, PisessDir))
+	same := filepath.Join(root, "--p--", "a.jsonl")
+	grown := filepath.Join(root, "--p--", "b.jsonl")
+	write(t, same, header+entry)
+	write(t, grown, header)
+	write(t, filepath.Join(root, "--p--", "notes.jsonl"), "not json\n")
+	symlink(t, same, filepath.Join(root, "--p--", "c.jsonl"))
+	first := walkOne(t, root)
+	h := &headerTable{versions: map[string]int{}, keys: map[string]FileKey{}}
+	for _, s := range first.Sessions {
+		if s.Key == (FileKey{}) {
+			t.Fatalf("%s: no key from the listing", s.Rel)
+		}
+		h.versions[s.Rel], h.keys[s.Rel] = 9, s.Key
+	}
+	f, err := os.OpenFile(grown, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(entry); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var roots []string
+	trees, err := WalkWith([]string{root}, Options{Headers: func(r string) Headers {
+		roots = append(roots, r)
+		return h
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trees) != 1 || len(roots) != 1 || roots[0] != root {
+		t.Fatalf("trees %d, headers asked for %v", len(trees), roots)
+	}
+	got := sessionsByRel(trees[0])
+	for rel, want := range map[string]int{"--p--/a.jsonl": 9, "--p--/b.jsonl": 3, "--p--/c.jsonl": 0} {
+		if s, ok := got[rel]; !ok || s.Version != want {
+			t.Errorf("%s: version %d (listed %v), want %d", rel, s.Version, ok, want)
+		}
+	}
+	if s := got["--p--/c.jsonl"]; s.Refusal == nil || s.Refusal.Class != readers.ClassSymlink {
+		t.Errorf("the symlinked session: %+v", s.Refusal)
+	}
+	if _, ok := skippedByBase(trees[0])["notes.jsonl"]; !ok {
+		t.Error("notes.jsonl not skipped")
+	}
+	if h.asked != 3 { // a, b and notes; never the symlink
+		t.Errorf("the cache was asked %d times, want 3", h.asked)
+	}
+}

@@ -12,17 +12,17 @@ import (
 // file either old or new (or, for WriteFileInPlace, a state its reader
 // treats as stale), and a leftover temp that the next write removes.
 const (
-	fpBeforeSync    = "durable.before-sync"    // data written (temp, in-place file or appended line), not yet fsynced
-	fpBeforeRename  = "durable.before-rename"  // temp complete and fsynced, or a directory about to move
-	fpAfterRename   = "durable.after-rename"   // renamed, directory not yet fsynced
-	fpAfterTruncate = "durable.after-truncate" // in-place file truncated, nothing written yet
+	fpBeforeSync   = "durable.before-sync"   // data written (temp, in-place file or appended line), not yet fsynced
+	fpBeforeRename = "durable.before-rename" // temp complete and fsynced, or a directory about to move
+	fpAfterRename  = "durable.after-rename"  // renamed, directory not yet fsynced
+	fpBeforeTrim   = "durable.before-trim"   // in-place file written over from its start, its old end not yet cut
 )
 
 func init() {
 	Register(fpBeforeSync)
 	Register(fpBeforeRename)
 	Register(fpAfterRename)
-	Register(fpAfterTruncate)
+	Register(fpBeforeTrim)
 }
 
 // registry holds every failpoint name. It is written only by Register,

@@ -13,7 +13,7 @@ import (
 
 func TestKnownFailpoints(t *testing.T) {
 	got := KnownFailpoints()
-	for _, want := range []string{fpBeforeSync, fpBeforeRename, fpAfterRename, fpAfterTruncate} {
+	for _, want := range []string{fpBeforeSync, fpBeforeRename, fpAfterRename, fpBeforeTrim} {
 		found := false
 		for _, n := range got {
 			found = found || n == want
@@ -104,7 +104,8 @@ func TestCrash(t *testing.T) {
 		{"before-rename", fpBeforeRename, "atomic-write", []string{"f"}, state{"old", "new content"}},
 		{"after-rename", fpAfterRename, "atomic-write", []string{"f"}, state{"new content", ""}},
 		{"second rename", fpBeforeRename + "@2", "atomic-write", []string{"g", "f"}, state{"old", "new content"}},
-		{"after-truncate", fpAfterTruncate, "in-place", nil, state{"", ""}},
+		{"before-trim", fpBeforeTrim, "in-place", nil, state{"new content", ""}},
+		{"before-trim of a longer file", fpBeforeTrim, "in-place-longer", nil, state{"new content is longer", ""}},
 		{"in-place before-sync", fpBeforeSync, "in-place", nil, state{"new content", ""}},
 		{"append before-sync", fpBeforeSync, "append", nil, state{"old" + "new content\n", ""}},
 		{"kill after 5 bytes", "PISESS_KILL_AFTER_BYTES=5", "atomic-write", []string{"f"}, state{"old", "new c"}},
@@ -117,6 +118,11 @@ func TestCrash(t *testing.T) {
 			dir, tmpDir := store(t)
 			final := filepath.Join(dir, "f")
 			writeFile(t, final, "old")
+			if tt.helper == "in-place-longer" {
+				// The old content's end stays until it is cut.
+				writeFile(t, final, "old content is longer")
+				tt.helper = "in-place"
+			}
 			var args []string
 			switch tt.helper {
 			case "atomic-write":

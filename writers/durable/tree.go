@@ -36,34 +36,44 @@ func (o Ops) SyncDir(path string) error {
 // is not available it falls back to SyncTree and an fsync of root's
 // parent (root's own entry).
 func (o Ops) SealTree(root string) error {
+	_, _, err := o.SealFilesystem(root)
+	return err
+}
+
+// SealFilesystem is SealTree that also tells what it made durable: with
+// whole set, every file of the filesystem dev as it was when the call
+// began (syncfs), so that a caller need not fsync another file of that
+// filesystem written before; else only root's tree (the fallback).
+func (o Ops) SealFilesystem(root string) (dev uint64, whole bool, err error) {
 	d, err := o.openFile(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return fmt.Errorf("seal: %w", err)
+		return 0, false, fmt.Errorf("seal: %w", err)
 	}
 	defer d.Close()
 	syncfs := o.SyncFS
 	if syncfs == nil {
 		syncfs = osSyncFS
 	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
+		return 0, false, fmt.Errorf("seal %s: %w", root, err)
+	}
+	dev, whole = uint64(st.Dev), true
 	if o.Seals != nil {
-		var st unix.Stat_t
-		if err := unix.Fstat(int(d.Fd()), &st); err != nil {
-			return fmt.Errorf("seal %s: %w", root, err)
-		}
-		err = o.Seals.sync(st.Dev, func() error { return syncfs(d) })
+		err = o.Seals.sync(dev, func() error { return syncfs(d) })
 	} else {
 		err = syncfs(d)
 	}
 	if errors.Is(err, unix.ENOSYS) {
-		o.DeferSync = false
+		o.DeferSync, whole = false, false
 		if err = o.syncTree(d); err == nil {
 			err = o.SyncDir(filepath.Dir(root))
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("seal %s: %w", root, err)
+		return 0, false, fmt.Errorf("seal %s: %w", root, err)
 	}
-	return nil
+	return dev, whole, nil
 }
 
 // SyncTree fsyncs every regular file and directory under root, each

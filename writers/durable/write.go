@@ -214,11 +214,17 @@ func fchmod(f *os.File, perm os.FileMode) error {
 // WriteFileInPlace writes data to path without a rename, the way the
 // reference writes source-state.json: create-exclusive when absent, else
 // open the existing regular file (never through a symlink), set perm
-// explicitly, truncate, write, fsync the file and its directory.
+// explicitly, write data over the file from its start, cut what is left
+// of the old content after it, fsync the file and its directory.
 //
-// Not atomic: a crash after the truncation leaves a short or empty file.
-// That is acceptable only for a document whose damage is itself a valid
-// state (an unreadable source-state means "stale", FORMAT.md §8).
+// Not atomic: a crash part way leaves the new content's start followed by
+// the old content's end (or, with a torn write, some of each). That is
+// acceptable only for a document whose damage is itself a valid state (an
+// unreadable source-state means "stale", FORMAT.md §8). The reference
+// truncates first and then writes: the same damaged states, but cutting a
+// file to nothing frees its blocks (on a file system mounted with discard,
+// a synchronous discard each time: ~0.1 ms, three times per session a
+// refresh continues in place).
 func (o Ops) WriteFileInPlace(path string, data []byte, perm os.FileMode) error {
 	f, _, err := o.openCreate(path, unix.O_WRONLY)
 	if err != nil {
@@ -228,12 +234,12 @@ func (o Ops) WriteFileInPlace(path string, data []byte, perm os.FileMode) error 
 	if err := fchmod(f, perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := unix.Ftruncate(int(f.Fd()), 0); err != nil {
-		return fmt.Errorf("write %s: truncate: %w", path, err)
-	}
-	Failpoint(fpAfterTruncate)
 	if _, err := o.writeAll(f, data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	Failpoint(fpBeforeTrim)
+	if err := unix.Ftruncate(int(f.Fd()), int64(len(data))); err != nil {
+		return fmt.Errorf("write %s: cut the old content: %w", path, err)
 	}
 	Failpoint(fpBeforeSync)
 	if err := o.sync(f); err != nil {

@@ -20,6 +20,10 @@ type ReadOptions struct {
 	MaxSegmentBytes int64
 	// Ops opens files; the zero value is durable.OS.
 	Ops durable.Ops
+	// OnceManifest reads the manifest once: every later Manifest call
+	// returns what the first read (a check that looks at one state of
+	// the store several times, not a handle kept across changes).
+	OnceManifest bool
 }
 
 // Store reads a store. Every file is opened with no symlink in any path
@@ -29,6 +33,10 @@ type Store struct {
 	root string
 	max  int64
 	ops  durable.Ops
+	once bool
+	// manifest and manifestErr are the first read's, with once.
+	manifest    *wire.Manifest
+	manifestErr error
 }
 
 // Open opens the store at dir for reading. It fails only when dir is not a
@@ -44,7 +52,7 @@ func Open(dir string, opt ReadOptions) (*Store, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	d.Close()
-	return &Store{root: dir, max: max, ops: opt.Ops}, nil
+	return &Store{root: dir, max: max, ops: opt.Ops, once: opt.OnceManifest}, nil
 }
 
 // Root returns the store directory.
@@ -220,7 +228,16 @@ func matchRow(f wire.Frame, row wire.IndexRow) error {
 // Manifest reads and checks manifest.json (wire.ParseManifest: document
 // rules and hash). A store without one yields an error matching
 // fs.ErrNotExist.
-func (s *Store) Manifest() (wire.Manifest, error) { return readManifest(s.ops, s.root) }
+func (s *Store) Manifest() (wire.Manifest, error) {
+	if !s.once {
+		return readManifest(s.ops, s.root)
+	}
+	if s.manifest == nil {
+		m, err := readManifest(s.ops, s.root)
+		s.manifest, s.manifestErr = &m, err
+	}
+	return *s.manifest, s.manifestErr
+}
 
 func readManifest(ops durable.Ops, root string) (wire.Manifest, error) {
 	m, _, err := readManifestBytes(ops, root)

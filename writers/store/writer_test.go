@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -437,5 +438,37 @@ func TestWriteFaultIsSticky(t *testing.T) {
 	}
 	if _, err := w.WriteManifest(testSession, "jsonl_v3"); err == nil {
 		t.Fatal("manifest after a failed write")
+	}
+}
+
+// TestOnceManifest: a store opened with OnceManifest answers every Manifest
+// call with the first read (one look at one state of the store); without
+// it, each call reads the file again.
+func TestOnceManifest(t *testing.T) {
+	w, dir := newWriter(t, Options{})
+	if _, err := w.Append("a1", "", "custom", payloadFor("a1", "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteManifest(testSession, "jsonl_v3"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	once, err := Open(dir, ReadOptions{OnceManifest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := mustOpen(t, dir)
+	first, err := once.Manifest()
+	if err != nil || first.Counters.EntriesTotal != 1 {
+		t.Fatalf("manifest %+v, %v", first.Counters, err)
+	}
+	if err := os.Remove(ManifestPath(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := once.Manifest(); err != nil || m.Counters != first.Counters {
+		t.Fatalf("OnceManifest read the file again: %+v, %v", m.Counters, err)
+	}
+	if _, err := again.Manifest(); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a plain store answered from a read before the removal: %v", err)
 	}
 }
