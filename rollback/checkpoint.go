@@ -536,6 +536,12 @@ func markDirty(ops durable.Ops, root string) error {
 			return nil
 		}
 	}
+	return writeDirty(ops, root)
+}
+
+// writeDirty writes the dirty source state, whatever the state was (a
+// dirty one is written again, the same bytes).
+func writeDirty(ops durable.Ops, root string) error {
 	durable.Failpoint(fpBeforeMarkDirty)
 	if err := store.WriteSourceState(ops, root, wire.SourceState{State: wire.SourceDirty}); err != nil {
 		return err

@@ -81,7 +81,9 @@ func PrepareInPlace(c InPlaceSpec) error {
 	durable.Failpoint(fpAfterInPlaceRecord)
 	ops := c.Ops
 	ops.DeferSync = true
-	if err := markDirty(ops, c.SidecarDir); err != nil {
+	// Written without reading the state first: a sidecar pi (Rust) has
+	// marked dirty already is written the same bytes.
+	if err := writeDirty(ops, c.SidecarDir); err != nil {
 		return fmt.Errorf("prepare %s: mark dirty: %w", c.SidecarDir, err)
 	}
 	return nil

@@ -171,6 +171,15 @@ func expectedFormat(given readers.SourceFormat, sessionPath string) readers.Sour
 // walkStore checks every entry under the store, path included: type,
 // mode and owner. It lstats everything and follows no symlink.
 func walkStore(out *findings, root, path string, fi os.FileInfo, opt AcceptOptions) {
+	walkStoreSeeing(out, root, path, fi, opt, nil)
+}
+
+// walkStoreSeeing is walkStore that also calls seen with the path of every
+// entry it meets.
+func walkStoreSeeing(out *findings, root, path string, fi os.FileInfo, opt AcceptOptions, seen func(path string)) {
+	if seen != nil {
+		seen(path)
+	}
 	if !checkEntry(out, fi, path, opt) {
 		return
 	}
@@ -189,7 +198,7 @@ func walkStore(out *findings, root, path string, fi os.FileInfo, opt AcceptOptio
 			out.add(Finding{Code: CodeUnreadable, Class: ClassCorrupt, Path: child, Detail: err.Error()})
 			continue
 		}
-		walkStore(out, root, child, cfi, opt)
+		walkStoreSeeing(out, root, child, cfi, opt, seen)
 	}
 }
 

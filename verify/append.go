@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"syscall"
 
 	"pisess/readers/payload"
@@ -77,7 +78,16 @@ func VerifiedAppend(ctx context.Context, stagingDir, sessionPath string, check A
 	if link, ok, err := durable.OS.HasSymlinkAncestor(root); err != nil || ok {
 		a.out.add(Finding{Code: CodeSymlinkAncestor, Class: ClassCorrupt, Path: link, Detail: fmt.Sprintf("a symlink on the way to the store (%v)", err)})
 	}
-	walkStore(&a.out, root, root, fi, accept)
+	var names []string
+	walkStoreSeeing(&a.out, root, root, fi, accept, func(path string) {
+		if rel, err := filepath.Rel(root, path); err == nil {
+			if rel == "." {
+				rel = ""
+			}
+			names = append(names, rel)
+		}
+	})
+	sort.Strings(names)
 	st, err := store.Open(root, store.ReadOptions{MaxSegmentBytes: opt.MaxSegmentBytes, OnceManifest: true})
 	if err != nil {
 		return Passed{}, Report{}, fmt.Errorf("verify: %w", err)
@@ -93,7 +103,7 @@ func VerifiedAppend(ctx context.Context, stagingDir, sessionPath string, check A
 	}
 	rep := Report{Store: stagingDir, Session: sessionPath, Findings: a.out.list,
 		Entries: check.BaseManifest.Counters.EntriesTotal + uint64(len(a.seen)), Bytes: check.BaseManifest.Counters.BytesTotal + a.bytes,
-		ChainHash: a.chain, SourceChainHash: a.sourceChain(), Invariants: map[string]Invariant{}}
+		ChainHash: a.chain, SourceChainHash: a.sourceChain(), Invariants: map[string]Invariant{}, Names: names}
 	rep.SourceEntries = check.BaseManifest.Counters.EntriesTotal + uint64(len(check.Appended))
 	ok := len(rep.Findings) == 0
 	rep.Verification = wire.Verification{EntryCountMatch: ok, HashChainMatch: ok, IndexConsistent: ok}

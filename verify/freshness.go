@@ -57,6 +57,12 @@ type FreshnessResult struct {
 //     the dirty mark is what it means, and that is what stale says).
 //
 // It never writes and never locks. An error means the check could not be
+// lengthDiffers is the verdict on a source whose length is not the
+// fingerprint's.
+func lengthDiffers(st *wire.SourceState, size int64) FreshnessResult {
+	return FreshnessResult{State: st, Reason: fmt.Sprintf("the source's length differs from the fingerprint (%d bytes, fingerprinted %d)", size, st.SourceFingerprint.ByteLength)}
+}
+
 // made (the source exists but cannot be opened or read).
 func Freshness(sourcePath, storeDir string) (FreshnessResult, error) {
 	st, problem, err := readSourceState(durable.OS, storeDir)
@@ -73,6 +79,10 @@ func Freshness(sourcePath, storeDir string) (FreshnessResult, error) {
 		return FreshnessResult{State: st, NeedsFullVerify: true, Reason: "source-state.json is clean without a fingerprint"}, nil
 	}
 	fp := st.SourceFingerprint
+	if fi, err := os.Lstat(sourcePath); err == nil && fi.Mode().IsRegular() && uint64(fi.Size()) != fp.ByteLength {
+		// Stale by its length alone (below): no need to open it.
+		return lengthDiffers(st, fi.Size()), nil
+	}
 	f, err := openSource(sourcePath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return FreshnessResult{State: st, Reason: "the source is missing"}, nil
@@ -92,7 +102,7 @@ func Freshness(sourcePath, storeDir string) (FreshnessResult, error) {
 		// The reference hashes here too, but no digest can make lengths
 		// that differ match: the verdict is the same without reading the
 		// source (the TypeScript pi's appends land here every run, §12).
-		return FreshnessResult{State: st, Reason: fmt.Sprintf("the source's length differs from the fingerprint (%d bytes, fingerprinted %d)", now.size, fp.ByteLength)}, nil
+		return lengthDiffers(st, now.size), nil
 	}
 	actual, err := fingerprintOpen(f, nil)
 	if errors.Is(err, ErrSourceChanged) {

@@ -28,8 +28,9 @@ type StatusReport struct {
 	// among them. Empty for migrated and unmigrated sessions.
 	Findings     []Finding
 	SourceFormat readers.SourceFormat
-	Version      int   // the header's version; 0 when it could not be read
-	SourceBytes  int64 // the session file's size
+	Version      int    // the header's version; 0 when it could not be read
+	HeaderID     string // the header's id; "" when it could not be read
+	SourceBytes  int64  // the session file's size
 	// Entries and Bytes are the sidecar's (the manifest's counters).
 	Entries, Bytes uint64
 	// Name is the session's name from its last session_info entry, when
@@ -112,7 +113,7 @@ func header(out *findings, rep *StatusReport) string {
 		out.add(f)
 		return ""
 	}
-	rep.Version = h.Version
+	rep.Version, rep.HeaderID = h.Version, h.ID
 	if h.Format == readers.FormatJSONLv3 && h.Version != 3 {
 		out.add(Finding{Code: SourceCode(string(readers.ClassUnsupportedVer)), Class: ClassCorrupt, Path: rep.Session, Line: 1,
 			Detail: fmt.Sprintf("header version %d: pi reads sidecars of version-3 sessions only", h.Version), Repair: RepairSource})

@@ -64,6 +64,9 @@ type Report struct {
 	ChainHash, SourceChainHash string
 	// Name is the session name of the store's last session_info entry.
 	Name *string
+	// Names are the store's entries as the check walked them, relative to
+	// it ("" for the store itself), sorted (VerifiedAppend only).
+	Names []string
 }
 
 // Verified reports whether the three flags are true and every invariant

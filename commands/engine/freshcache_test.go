@@ -36,9 +36,21 @@ func countStatus(tb testing.TB) *atomic.Int64 {
 	return &n
 }
 
-// freshTree is a tree of two migrated sessions (paths) and a third that
-// pi keeps writing: refresh appends to it and migrates, a run that writes
-// (the refresh) and so saves the verdicts it cached.
+// withFineCtime makes the tree's file system pass, or fail, fineCtime's
+// probe for one test.
+func withFineCtime(tb testing.TB, fine bool) {
+	old := fineCtime
+	fineCtime = func(dir string) (uint64, bool) {
+		dev, ok := old(dir)
+		return dev, ok && fine
+	}
+	tb.Cleanup(func() { fineCtime = old })
+}
+
+// freshTree is a tree of two migrated sessions (paths[0] and [1]) and a
+// third that pi keeps writing (paths[2]): refresh appends to it and
+// migrates, a run that writes (the refresh, in place) and so saves the
+// verdicts it cached.
 func freshTree(tb testing.TB) (root string, paths []string, refresh func() MigrateReport) {
 	tb.Helper()
 	withRacyWindow(tb, 40*time.Millisecond)
@@ -48,6 +60,7 @@ func freshTree(tb testing.TB) (root string, paths []string, refresh func() Migra
 		paths = append(paths, p)
 	}
 	busy, last := migSession(tb, root, "busy", 2)
+	paths = append(paths, busy)
 	migRun(tb, migOptions(root))
 	time.Sleep(60 * time.Millisecond) // past the racy window
 	n := 0
@@ -67,39 +80,47 @@ func freshTree(tb testing.TB) (root string, paths []string, refresh func() Migra
 }
 
 // TestFreshCacheSkipsUnchanged: a run judges the fresh sidecars and caches
-// the verdicts; the next run skips both without judging either, and
-// writes nothing.
+// the verdicts, and the sidecar it refreshed in place (on a file system
+// that shows every later change); the next run skips all three without
+// judging any, and writes nothing. Where the file system's change times
+// are coarse, the sidecar just written is judged again.
 func TestFreshCacheSkipsUnchanged(t *testing.T) {
-	root, paths, refresh := freshTree(t)
-	n := countStatus(t)
-	migRun(t, migOptions(root))
-	if n.Load() != 3 {
-		t.Fatalf("the no-op run judged %d sidecars, want 3", n.Load())
-	}
-	if _, err := os.Lstat(filepath.Join(root, discover.PisessDir, FreshCacheName)); !os.IsNotExist(err) {
-		t.Fatalf("a run that changed nothing wrote the fresh cache (%v)", err)
-	}
-	n.Store(0)
-	refresh()
-	if n.Load() != 3 {
-		t.Fatalf("the refresh run judged %d sidecars, want 3 (caching a verdict judges nothing again)", n.Load())
-	}
-	if len(loadFreshCache(root).entries) != 2 {
-		t.Fatalf("fresh cache: %+v", loadFreshCache(root).entries)
-	}
-	before := fixtures.TreeDigest(t, root)
-	n.Store(0)
-	rep := migRun(t, migOptions(root))
-	for _, p := range paths {
-		if s := migResult(t, rep, p); s.Outcome != OutcomeSkipped || s.Reason != "the sidecar is fresh" {
-			t.Fatalf("%s: %+v", p, s)
-		}
-	}
-	if n.Load() != 1 {
-		t.Fatalf("the no-op run judged %d sidecars, want 1 (the one just refreshed)", n.Load())
-	}
-	if diff := migDigestDiff(before, fixtures.TreeDigest(t, root), nil); len(diff) != 0 {
-		t.Fatalf("the cached no-op run changed %v", diff)
+	for _, fine := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fine change times", false: "coarse change times"}[fine], func(t *testing.T) {
+			withFineCtime(t, fine)
+			root, paths, refresh := freshTree(t)
+			n := countStatus(t)
+			migRun(t, migOptions(root))
+			if n.Load() != 3 {
+				t.Fatalf("the no-op run judged %d sidecars, want 3", n.Load())
+			}
+			if _, err := os.Lstat(filepath.Join(root, discover.PisessDir, FreshCacheName)); !os.IsNotExist(err) {
+				t.Fatalf("a run that changed nothing wrote the fresh cache (%v)", err)
+			}
+			n.Store(0)
+			refresh()
+			if n.Load() != 3 {
+				t.Fatalf("the refresh run judged %d sidecars, want 3 (caching a verdict judges nothing again)", n.Load())
+			}
+			want := map[bool]int{true: 3, false: 2}[fine]
+			if got := len(loadFreshCache(root).entries); got != want {
+				t.Fatalf("fresh cache: %d entries, want %d: %+v", got, want, loadFreshCache(root).entries)
+			}
+			before := fixtures.TreeDigest(t, root)
+			n.Store(0)
+			rep := migRun(t, migOptions(root))
+			for _, p := range paths {
+				if s := migResult(t, rep, p); s.Outcome != OutcomeSkipped || s.Reason != "the sidecar is fresh" {
+					t.Fatalf("%s: %+v", p, s)
+				}
+			}
+			if want := 3 - int64(want); n.Load() != want {
+				t.Fatalf("the no-op run judged %d sidecars, want %d (not cached)", n.Load(), want)
+			}
+			if diff := migDigestDiff(before, fixtures.TreeDigest(t, root), nil); len(diff) != 0 {
+				t.Fatalf("the cached no-op run changed %v", diff)
+			}
+		})
 	}
 }
 
@@ -115,6 +136,36 @@ func TestFreshCacheSameAnswer(t *testing.T) {
 		{"nothing", func(t *testing.T, path, sidecar string) {}, true},
 		{"source appended (TypeScript pi)", func(t *testing.T, path, sidecar string) {
 			migAppend(t, path, migEntryLine("e0000100", migEntryID(4), "more"))
+		}, false},
+		// Only the session file changes in the next three: the sidecar is
+		// vouched for and the session alone is judged (StatusVouched).
+		{"session mode changed", func(t *testing.T, path, sidecar string) {
+			chmod(t, path, 0o640)
+		}, true},
+		{"session given to another owner", func(t *testing.T, path, sidecar string) {
+			if os.Geteuid() != 0 {
+				t.Skip("chown needs root")
+			}
+			if err := os.Chown(path, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"session's header names another session", func(t *testing.T, path, sidecar string) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := discover.ReadHeader(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := "0" + h.ID[1:]
+			if other == h.ID {
+				other = "1" + h.ID[1:]
+			}
+			if err := os.WriteFile(path, []byte(strings.Replace(string(b), h.ID, other, 1)), 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}, false},
 		{"marked dirty (Rust pi)", func(t *testing.T, path, sidecar string) {
 			fixtures.MarkDirty(t, sidecar)
@@ -157,39 +208,49 @@ func TestFreshCacheSameAnswer(t *testing.T) {
 			}
 		}, true},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			root, paths, refresh := freshTree(t)
-			refresh() // judges a and b, caches their verdicts
-			if len(loadFreshCache(root).entries) != 2 {
-				t.Fatal("verdicts not cached")
-			}
-			path := paths[0]
-			c.change(t, path, discover.SidecarPath(path))
-			dry := migOptions(root)
-			dry.DryRun = true
-			cached := migResult(t, migRun(t, dry), path)
-			if err := os.Remove(filepath.Join(root, discover.PisessDir, FreshCacheName)); err != nil {
-				t.Fatal(err)
-			}
-			judged := migResult(t, migRun(t, dry), path)
-			if cached.Action != judged.Action || cached.Reason != judged.Reason {
-				t.Fatalf("with the cache: %s (%s); without: %s (%s)", cached.Action, cached.Reason, judged.Action, judged.Reason)
-			}
-			if (judged.Action == PlanSkip) != c.skip {
-				t.Fatalf("the change was not seen at all: %s (%s)", judged.Action, judged.Reason)
-			}
-		})
+		for _, which := range []int{0, 2} {
+			t.Run(c.name+map[int]string{0: ", judged", 2: ", written by the run"}[which], func(t *testing.T) {
+				root, paths, refresh := freshTree(t)
+				refresh() // judges a and b, caches their verdicts and busy's
+				if len(loadFreshCache(root).entries) != 3 {
+					t.Fatal("verdicts not cached")
+				}
+				path := paths[which]
+				c.change(t, path, discover.SidecarPath(path))
+				dry := migOptions(root)
+				dry.DryRun = true
+				cached := migResult(t, migRun(t, dry), path)
+				if err := os.Remove(filepath.Join(root, discover.PisessDir, FreshCacheName)); err != nil {
+					t.Fatal(err)
+				}
+				judged := migResult(t, migRun(t, dry), path)
+				if cached.Action != judged.Action || cached.Reason != judged.Reason {
+					t.Fatalf("with the cache: %s (%s); without: %s (%s)", cached.Action, cached.Reason, judged.Action, judged.Reason)
+				}
+				if (judged.Action == PlanSkip) != c.skip {
+					t.Fatalf("the change was not seen at all: %s (%s)", judged.Action, judged.Reason)
+				}
+			})
+		}
 	}
 }
 
 // TestFreshCacheRacy: verdicts on files changed within the racy window of
 // the judgment are not cached.
+// The sidecar the run wrote is cached where change times are fine (its
+// metadata was read under its locks, after the last write), never where
+// they are coarse.
 func TestFreshCacheRacy(t *testing.T) {
-	root, _, refresh := freshTree(t)
-	withRacyWindow(t, time.Hour)
-	refresh()
-	if n := len(loadFreshCache(root).entries); n != 0 {
-		t.Fatalf("%d racy verdicts cached", n)
+	for _, fine := range []bool{true, false} {
+		withFineCtime(t, fine)
+		root, paths, refresh := freshTree(t)
+		withRacyWindow(t, time.Hour)
+		refresh()
+		entries := loadFreshCache(root).entries
+		_, written := entries[mustRel(t, root, paths[2])]
+		if len(entries) != map[bool]int{true: 1, false: 0}[fine] || written != fine {
+			t.Fatalf("fine change times %v: %d verdicts cached (the written sidecar's: %v)", fine, len(entries), written)
+		}
 	}
 }
 
@@ -225,21 +286,25 @@ func TestFreshCacheChangedAfterJudgment(t *testing.T) {
 func TestFreshCacheUntrusted(t *testing.T) {
 	root, paths, _ := freshTree(t)
 	rel := mustRel(t, root, paths[0])
-	many := `""`
-	for i := 0; i < freshMaxNames; i++ {
-		many += `,"x"`
-	}
 	cache := filepath.Join(root, discover.PisessDir, FreshCacheName)
-	digest := `"` + strings.Repeat("0", 64) + `"`
-	for name, names := range map[string]string{
-		"outside":  `["","../../etc"]`,
-		"absolute": `["","/etc/passwd"]`,
-		"unclean":  `["","segments/../manifest.json"]`,
-		"too many": `[` + many + `]`,
-		"forged":   `[""]`,
+	good := entryOf(t, paths[0])
+	for name, change := range map[string]func(e *freshEntry){
+		"outside":             func(e *freshEntry) { e.Names = "\n../../etc\n" },
+		"absolute":            func(e *freshEntry) { e.Names = "\n/etc/passwd\n" },
+		"unclean":             func(e *freshEntry) { e.Names = "\nsegments/../manifest.json\n" },
+		"too many":            func(e *freshEntry) { e.Names = strings.Repeat("x\n", freshMaxNames+1) },
+		"not newline-ended":   func(e *freshEntry) { e.Names = strings.TrimSuffix(e.Names, "\n") },
+		"forged digest":       func(e *freshEntry) { e.Digest = strings.Repeat("0", 64) },
+		"no header id":        func(e *freshEntry) { e.SessionID = "" },
+		"an earlier pisess's": func(e *freshEntry) { e.Source, e.Version, e.SessionID = "", 0, "" },
 	} {
-		doc := `{"version":1,"sessions":{"` + rel + `":{"names":` + names + `,"digest":` + digest + `}}}`
-		if err := os.WriteFile(cache, []byte(doc), 0o600); err != nil {
+		e := good
+		change(&e)
+		doc, err := json.Marshal(stateFile[freshEntry]{Version: 1, Sessions: map[string]freshEntry{rel: e}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cache, doc, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		n := countStatus(t)
@@ -251,6 +316,18 @@ func TestFreshCacheUntrusted(t *testing.T) {
 		if n.Load() != 3 {
 			t.Fatalf("%s: %d sidecars judged, want all 3", name, n.Load())
 		}
+	}
+	// The good entry, unchanged, is trusted: the cache is in use.
+	doc, _ := json.Marshal(stateFile[freshEntry]{Version: 1, Sessions: map[string]freshEntry{rel: good}})
+	if err := os.WriteFile(cache, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := countStatus(t)
+	dry := migOptions(root)
+	dry.DryRun = true
+	migRun(t, dry)
+	if n.Load() != 2 {
+		t.Fatalf("with a good entry for one session, %d sidecars judged, want 2", n.Load())
 	}
 }
 
@@ -264,20 +341,7 @@ func TestFreshCacheSymlinked(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "victim.json")
 	// A valid entry for session a: followed, it would make a run skip a
 	// without judging it.
-	sidecar := discover.SidecarPath(paths[0])
-	names, err := sidecarNames(sidecar)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, ok := lstatKey(paths[0])
-	if !ok {
-		t.Fatal("no key")
-	}
-	digest, _, ok := metaDigest(key, sidecar, names, time.Time{})
-	if !ok {
-		t.Fatal("no digest")
-	}
-	doc, err := json.Marshal(stateFile[freshEntry]{Version: 1, Sessions: map[string]freshEntry{mustRel(t, root, paths[0]): {Names: names, Digest: digest}}})
+	doc, err := json.Marshal(stateFile[freshEntry]{Version: 1, Sessions: map[string]freshEntry{mustRel(t, root, paths[0]): entryOf(t, paths[0])}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +412,7 @@ func TestFreshCacheHeaders(t *testing.T) {
 
 	e.Version = 9
 	c.set(rel, e, func(freshEntry, freshEntry) bool { return false })
-	if err := c.save(durable.OS); err != nil {
+	if err := c.save(durable.OS, nil); err != nil {
 		t.Fatal(err)
 	}
 	trees, err := walkRootsWith([]string{root}, discover.Options{Headers: func(r string) discover.Headers { return loadFreshCache(r) }})
@@ -369,5 +433,71 @@ func TestFreshCacheHeaders(t *testing.T) {
 		if s.Path == paths[0] && s.Version != 3 {
 			t.Errorf("the written session's version %d: its header was not read again", s.Version)
 		}
+	}
+}
+
+// entryOf is the fresh cache entry session p's files give now.
+func entryOf(tb testing.TB, p string) freshEntry {
+	tb.Helper()
+	sidecar := discover.SidecarPath(p)
+	names, err := sidecarNames(sidecar)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	key, ok := lstatKey(p)
+	if !ok {
+		tb.Fatal("no key")
+	}
+	digest, _, ok := metaDigest(sidecar, names, time.Time{})
+	if !ok {
+		tb.Fatal("no digest")
+	}
+	h, err := discover.ReadHeader(p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st, err := verify.StatusFast(p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return freshEntry{Names: joinNames(names), Digest: digest, Source: sourceDigest(key), Version: h.Version, SessionID: h.ID,
+		UID: uint32(key.UID), GID: uint32(key.GID), Entries: st.Entries, Bytes: st.Bytes}
+}
+
+// TestFreshCacheVouched: when pi only appended to sessions whose sidecars
+// are cached (one judged, one the run wrote), the next run judges the
+// session files alone (verify.StatusVouched) and plans their refresh as a
+// status would, without a status of the sidecars; once pi marked one dirty
+// (its sidecar changed), that one is judged by a status.
+func TestFreshCacheVouched(t *testing.T) {
+	root, paths, refresh := freshTree(t)
+	refresh()
+	for _, p := range []string{paths[0], paths[2]} {
+		migAppend(t, p, migEntryLine(migEntryID(0x300), "", "more"))
+	}
+	var vouched atomic.Int64
+	old := statusVouched
+	statusVouched = func(p string, v verify.Vouched) (verify.StatusReport, bool) {
+		vouched.Add(1)
+		return old(p, v)
+	}
+	t.Cleanup(func() { statusVouched = old })
+	n := countStatus(t)
+	dry := migOptions(root)
+	dry.DryRun = true
+	rep := migRun(t, dry)
+	if n.Load() != 0 || vouched.Load() != 2 {
+		t.Fatalf("%d statuses and %d session judgments, want 0 and 2", n.Load(), vouched.Load())
+	}
+	for _, p := range []string{paths[0], paths[2]} {
+		if s := migResult(t, rep, p); s.Action != PlanRefresh || !strings.HasPrefix(s.Reason, "the sidecar is stale: the source's length differs") {
+			t.Errorf("%s: %s (%s)", p, s.Action, s.Reason)
+		}
+	}
+	fixtures.MarkDirty(t, discover.SidecarPath(paths[0]))
+	n.Store(0)
+	vouched.Store(0)
+	if s := migResult(t, migRun(t, dry), paths[0]); s.Action != PlanRefresh || n.Load() != 1 || vouched.Load() != 1 {
+		t.Fatalf("after the dirty mark: %s (%s), %d statuses, %d session judgments", s.Action, s.Reason, n.Load(), vouched.Load())
 	}
 }

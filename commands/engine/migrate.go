@@ -188,6 +188,9 @@ type Env struct {
 	// Refresh is the session's tree's refresh record (nil: every refresh
 	// is a full rebuild, and nothing is recorded).
 	Refresh *refreshRecords
+	// Fresh is the session's tree's fresh cache (nil: a sidecar written is
+	// judged by a status next run).
+	Fresh *freshCache
 	// InPlace lets an incremental refresh continue the sidecar where it
 	// lies (refreshInPlace) instead of through a staging copy.
 	InPlace bool
@@ -266,8 +269,9 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	// Each tree's fresh cache is loaded before the walk, which takes from
 	// it the headers of the session files unchanged since a run judged
 	// them (a steady tree is walked without opening its sessions).
-	// Its other caches are read meanwhile, on goroutines of their own.
-	freshOf := map[string]*freshCache{}
+	// The caches are read on goroutines of their own while the tree is
+	// listed (the walk asks for the headers once every directory is).
+	freshOf := map[string]*lazyFresh{}
 	refusalsOf := map[string]chan *refusalCache{}
 	recordsOf := map[string]chan *refreshRecords{}
 	walkOpt := discover.Options{Headers: func(root string) discover.Headers {
@@ -275,7 +279,8 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		go func() { refusals <- loadRefusalCache(root) }()
 		go func() { records <- loadRefreshRecords(root) }()
 		refusalsOf[root], recordsOf[root] = refusals, records
-		fc := loadFreshCache(root)
+		fc := &lazyFresh{ready: make(chan struct{})}
+		go func() { fc.c = loadFreshCache(root); close(fc.ready) }()
 		freshOf[root] = fc
 		return fc
 	}}
@@ -310,6 +315,9 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		}
 	}
 	journals := map[string]*ledger.Journal{}
+	// listed are the sessions the walk found, by tree (for the caches'
+	// saves, which drop the entries of sessions that are gone).
+	listed := map[string]map[string]bool{}
 	var jobs []job
 	var caches []*refusalCache
 	var freshCaches []*freshCache
@@ -317,6 +325,10 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	var planned int64
 	for _, t := range trees {
 		rep.Trees = append(rep.Trees, t.Root)
+		listed[t.Root] = map[string]bool{}
+		for _, s := range t.Sessions {
+			listed[t.Root][s.Rel] = true
+		}
 		rep.Skipped = append(rep.Skipped, t.Skipped...)
 		var j *ledger.Journal
 		// A tree under a symlink gets no journal, as it gets no lock:
@@ -337,7 +349,9 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 				cache = loadRefusalCache(t.Root)
 			}
 			caches = append(caches, cache)
-			if fc = freshOf[t.Root]; fc == nil {
+			if lf := freshOf[t.Root]; lf != nil {
+				fc = lf.cache()
+			} else {
 				fc = loadFreshCache(t.Root)
 			}
 			freshCaches = append(freshCaches, fc)
@@ -355,6 +369,9 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		for _, jb := range planAll(t.Sessions, func(s discover.Session) job { return planWithCache(s, opt.Force, cache, fc) }) {
 			s := jb.session
 			jb.journal, jb.refresh = j, rec
+			if j != nil {
+				jb.fresh = fc
+			}
 			if rec != nil && s.Rel != "" {
 				// What the record said before this run replaces it: the
 				// evidence about the sidecar a refresh displaces.
@@ -371,7 +388,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	}
 	ops := opt.Ops
 	if ops.Seals == nil {
-		ops.Seals = &durable.SyncGroup{} // the jobs share their seals
+		ops.Seals = &durable.SyncGroup{Linger: sealLinger} // the jobs share their seals
 	}
 	env := Env{Clock: opt.Clock, Ops: ops, MaxSegmentBytes: opt.MaxSegmentBytes,
 		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: log,
@@ -431,7 +448,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		syncKeptDisplaced(env.Ops, rep.Sessions, log)
 		durable.Failpoint(fpAfterDiscards)
 		for _, c := range caches {
-			if err := c.save(opt.Ops); err != nil {
+			if err := c.save(opt.Ops, listed[c.tree]); err != nil {
 				// Only work saved is lost: the next run reads the refused
 				// sessions again.
 				log.Warn().Err(err).Str("tree", c.tree).Msg("refusal cache not saved")
@@ -451,14 +468,14 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 				continue
 			}
 			c.settle()
-			if err := c.save(opt.Ops); err != nil {
+			if err := c.save(opt.Ops, listed[c.tree]); err != nil {
 				// Only work saved is lost: the next run judges every
 				// sidecar again.
 				log.Warn().Err(err).Str("tree", c.tree).Msg("fresh cache not saved")
 			}
 		}
 		for _, r := range records {
-			if err := r.save(opt.Ops); err != nil {
+			if err := r.save(opt.Ops, listed[r.tree]); err != nil {
 				// Only work saved is lost: the next refresh is a full one.
 				log.Warn().Err(err).Str("tree", r.tree).Msg("refresh record not saved")
 			}
@@ -566,6 +583,7 @@ type job struct {
 	plan    plan
 	journal *ledger.Journal
 	refresh *refreshRecords
+	fresh   *freshCache
 	// prior is the session's refresh record as the run found it (valid
 	// when hasPrior).
 	prior    refreshRecord
@@ -639,6 +657,15 @@ func (c *refusalCache) record(jb job, res SessionResult) {
 	}
 }
 
+// sealLinger is how long a session's seal waits for others to share its
+// syncfs (durable.SyncGroup.Linger); sealWorkers bounds the sessions that
+// can wait so, each holding its session lock (pi waits that long at most
+// to write it).
+var (
+	sealLinger  = 3 * time.Millisecond
+	sealWorkers = 8
+)
+
 // runJobs runs the per-session pipeline on up to n sessions at once and
 // returns the results in the order of jobs.
 func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID string, finished func(i int, res SessionResult)) []SessionResult {
@@ -649,7 +676,10 @@ func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID stri
 	next := make(chan int)
 	reading, staging := make(chan struct{}, n), make(chan struct{}, n)
 	var wg sync.WaitGroup
-	for w := 0; w < 3*n; w++ {
+	// Besides a reader, a stager and a third worker per job, sealWorkers
+	// more let sessions wait for a shared seal (SyncGroup.Linger) while
+	// the next ones are read and staged.
+	for w := 0; w < 3*n+sealWorkers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -657,7 +687,7 @@ func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID stri
 				// The reading slot was taken for i by the loop below.
 				slot := &buildSlot{reading: reading, staging: staging, holds: reading}
 				e := env
-				e.Journal, e.Refresh, e.slot = jobs[i].journal, jobs[i].refresh, slot
+				e.Journal, e.Refresh, e.Fresh, e.slot = jobs[i].journal, jobs[i].refresh, jobs[i].fresh, slot
 				results[i] = runSession(ctx, e, jobs[i].session, jobs[i].plan, correlationID)
 				slot.release()
 				if finished != nil {

@@ -218,6 +218,9 @@ type session struct {
 	// prefix is the PrefixHash of the source bytes the sidecar is built
 	// from (JSONL), for the refresh record.
 	prefix normalize.PrefixHash
+	// verifiedNames are the sidecar's entries its verification walked
+	// (an incremental refresh's), for the fresh cache.
+	verifiedNames []string
 }
 
 func (x *session) event(phase wire.Phase, v wire.Verification, outcome wire.Outcome, class wire.ErrorClass) wire.MigrationEvent {
@@ -238,8 +241,21 @@ func (x *session) journal(ev wire.MigrationEvent) error {
 // integrity_check, completed) without its own fsync: the staging seal, the
 // cutover's synced records or the end of the run make it durable
 // (ledger.Journal.AppendUnsynced).
-func (x *session) progress(ev wire.MigrationEvent) error {
-	return x.journalEvent(ev, false)
+func (x *session) progress(evs ...wire.MigrationEvent) error {
+	if len(evs) == 1 {
+		return x.journalEvent(evs[0], false)
+	}
+	if x.env.DryRun || x.env.Journal == nil {
+		return nil
+	}
+	recs := make([]ledger.Record, len(evs))
+	for i, ev := range evs {
+		recs[i] = ledger.EventRecord(ev)
+	}
+	if err := x.env.Journal.AppendAllUnsynced(recs...); err != nil {
+		return fmt.Errorf("journal %s events: %w", evs[0].Phase, err)
+	}
+	return nil
 }
 
 func (x *session) journalEvent(ev wire.MigrationEvent, sync bool) error {

@@ -294,19 +294,14 @@ func (x *session) verifyAppended(ctx context.Context, res *SessionResult, dir st
 	v := vrep.Verification
 	res.Verification = &VerificationInfo{EntryCountMatch: v.EntryCountMatch, HashChainMatch: v.HashChainMatch, IndexConsistent: v.IndexConsistent}
 	res.Entries, res.Bytes = ar.Entries, ar.Bytes
-	for _, ph := range []wire.Phase{wire.PhaseStagingCopy, wire.PhaseIntegrityCheck} {
-		ev := x.event(ph, v, wire.OutcomeOK, "")
-		if ph == wire.PhaseStagingCopy {
-			ev.Verification = none
-		}
-		if err := x.progress(ev); err != nil {
-			r := fail(*res, "operational", err)
-			return verify.Passed{}, none, &r
-		}
+	staged := x.event(wire.PhaseStagingCopy, none, wire.OutcomeOK, "")
+	if err := x.progress(staged, x.event(wire.PhaseIntegrityCheck, v, wire.OutcomeOK, "")); err != nil {
+		r := fail(*res, "operational", err)
+		return verify.Passed{}, none, &r
 	}
 	durable.Failpoint(fpAfterVerify)
 	res.Incremental = true
-	x.prefix = src.Prefix()
+	x.prefix, x.verifiedNames = src.Prefix(), vrep.Names
 	return passed, v, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"pisess/ledger"
 	"pisess/readers/jsonl"
 	"pisess/rollback"
+	"pisess/verify"
 	"pisess/writers"
 	"pisess/writers/durable"
 	"pisess/writers/store"
@@ -121,6 +122,11 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 	if err := rollback.CommitInPlace(ctx, passed, spec); err != nil {
 		return x.failed(res, wire.ErrorClassAtomicityViolation, v, fmt.Errorf("commit: %w", err)), inPlaceDone
 	}
+	// Read under the locks, just after the last write: what the next
+	// run's status of the sidecar would see.
+	counters := ar.StageResult.Manifest.Counters
+	env.Fresh.vouch(s, passed.Fingerprint(), verify.Vouched{HeaderID: src.Header().ID,
+		Entries: counters.EntriesTotal, Bytes: counters.BytesTotal}, x.verifiedNames)
 	durable.Failpoint(fpAfterCutover)
 	x.remember(passed.Fingerprint(), ar.StageResult)
 	if err := x.progress(x.event(wire.PhaseCompleted, v, wire.OutcomeOK, "")); err != nil {

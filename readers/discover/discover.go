@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"pisess/readers"
 	"pisess/writers/durable"
@@ -256,6 +258,7 @@ func WalkWith(roots []string, opt Options) ([]Tree, error) {
 		}
 	}
 
+	w.addPending()
 	out := make([]Tree, 0, len(w.trees))
 	for _, t := range w.trees {
 		sort.Slice(t.Sessions, func(i, j int) bool { return t.Sessions[i].Path < t.Sessions[j].Path })
@@ -367,24 +370,93 @@ type walker struct {
 	seen      map[string]bool // session paths already listed
 	headersOf func(root string) Headers
 	headers   map[string]Headers // by tree root, nil when none
+	// pending are the session files listed, taken (their headers read)
+	// once every directory is listed: a header cache loaded meanwhile is
+	// ready by then.
+	pending []pendingCandidate
+}
+
+// pendingCandidate is a session file of listing l, in tree t.
+type pendingCandidate struct {
+	t        *Tree
+	l        *listing
+	st       string
+	c        candidate
+	ancestor string
+}
+
+// sniffers is how many session files have their headers read at once.
+const sniffers = 2
+
+// addPending adds the pending candidates, their headers read on sniffers
+// goroutines, in the order they were listed.
+func (w *walker) addPending() {
+	type header struct {
+		ok      bool
+		version int
+		reason  string
+	}
+	var todo []int
+	queued := map[string]bool{}
+	for i, p := range w.pending {
+		if !p.c.symlink && !queued[p.c.path] && !w.seen[p.c.path] {
+			queued[p.c.path] = true
+			todo = append(todo, i)
+		}
+	}
+	headers := make([]header, len(w.pending))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(sniffers, len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
+				p := w.pending[todo[k]]
+				h := &headers[todo[k]]
+				h.ok, h.version, h.reason = w.sniff(p.t, p.c, p.st)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, p := range w.pending {
+		h := headers[i]
+		if !p.c.symlink && !queued[p.c.path] {
+			// A second listing of a file already taken: as the first.
+			continue
+		}
+		delete(queued, p.c.path)
+		w.addCandidate(p.t, p.l, p.st, p.c, p.ancestor, h.ok, h.version, h.reason)
+	}
+	w.pending = nil
+}
+
+// headersFor returns tree t's header cache, asking for it once (when the
+// tree is first met, so that it loads while the tree is listed).
+func (w *walker) headersFor(t *Tree) Headers {
+	if w.headersOf == nil || t.SymlinkAncestor != "" {
+		return nil
+	}
+	h, asked := w.headers[t.Root]
+	if !asked {
+		h = w.headersOf(t.Root)
+		w.headers[t.Root] = h
+	}
+	return h
 }
 
 // sniff is the package's sniff, unless the tree's header cache knows the
-// file as it is now.
-func (w *walker) sniff(t *Tree, s *Session) (ok bool, version int, reason string) {
-	if w.headersOf != nil && t.SymlinkAncestor == "" && s.Rel != "" && s.Key != (FileKey{}) {
-		h, seen := w.headers[t.Root]
-		if !seen {
-			h = w.headersOf(t.Root)
-			w.headers[t.Root] = h
-		}
-		if h != nil {
-			if v, ok := h.Header(s.Rel, s.Key); ok {
+// file as it is now. Safe on several goroutines once every tree's cache
+// was asked for (headersFor, from tree).
+func (w *walker) sniff(t *Tree, c candidate, st string) (ok bool, version int, reason string) {
+	if h := w.headers[t.Root]; h != nil && t.SymlinkAncestor == "" && c.key != (FileKey{}) {
+		if rel, err := filepath.Rel(t.Root, c.path); err == nil {
+			if v, ok := h.Header(rel, c.key); ok {
 				return true, v, ""
 			}
 		}
 	}
-	return sniff(s.Path, s.Format)
+	return sniff(c.path, formatOf(c.path))
 }
 
 // tree returns the Tree for dir, creating it (and checking its ancestors
@@ -402,6 +474,7 @@ func (w *walker) tree(dir string) (*Tree, error) {
 		t.SymlinkAncestor = link
 	}
 	w.trees[dir] = t
+	w.headersFor(t)
 	return t, nil
 }
 
@@ -439,7 +512,7 @@ func (w *walker) walkDir(t *Tree, dir string, isRoot bool, ancestor string) erro
 	t.Skipped = append(t.Skipped, l.skipped...)
 	for _, st := range l.stems() {
 		for _, cand := range l.candidates[st] {
-			w.addCandidate(t, l, st, cand, ancestor)
+			w.pending = append(w.pending, pendingCandidate{t, l, st, cand, ancestor})
 		}
 	}
 	t.Leftovers = append(t.Leftovers, l.leftovers()...)
@@ -483,7 +556,7 @@ func (w *walker) addFile(t *Tree, path string) error {
 	st := stem(name)
 	for _, cand := range l.candidates[st] {
 		if cand.path == path {
-			w.addCandidate(t, l, st, cand, link)
+			w.pending = append(w.pending, pendingCandidate{t, l, st, cand, link})
 		}
 	}
 	return nil
@@ -491,7 +564,7 @@ func (w *walker) addFile(t *Tree, path string) error {
 
 // addCandidate adds one session file of listing l to tree t; ancestor is
 // the symlinked directory above it, "" when there is none.
-func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate, ancestor string) {
+func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate, ancestor string, sniffed bool, version int, reason string) {
 	if w.seen[c.path] {
 		return
 	}
@@ -515,8 +588,7 @@ func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate, ances
 		// Never sniffed: that would read through the link.
 		s.Refusal = &readers.RefusedError{Path: c.path, Class: readers.ClassSymlink, Reason: ReasonSymlink}
 	} else {
-		ok, version, reason := w.sniff(t, &s)
-		if !ok {
+		if !sniffed {
 			t.Skipped = append(t.Skipped, Skipped{Path: c.path, Kind: SkipNotSession, Reason: reason})
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -518,11 +519,11 @@ func TestWalkSubdirBelowASymlinkInsideItsTree(t *testing.T) {
 type headerTable struct {
 	versions map[string]int
 	keys     map[string]FileKey
-	asked    int
+	asked    atomic.Int64
 }
 
 func (h *headerTable) Header(rel string, key FileKey) (int, bool) {
-	h.asked++
+	h.asked.Add(1)
 	if k, ok := h.keys[rel]; ok && k == key {
 		return h.versions[rel], true
 	}
@@ -581,7 +582,7 @@ func TestWalkHeaderCache(t *testing.T) {
 	if _, ok := skippedByBase(trees[0])["notes.jsonl"]; !ok {
 		t.Error("notes.jsonl not skipped")
 	}
-	if h.asked != 3 { // a, b and notes; never the symlink
-		t.Errorf("the cache was asked %d times, want 3", h.asked)
+	if h.asked.Load() != 3 { // a, b and notes; never the symlink
+		t.Errorf("the cache was asked %d times, want 3", h.asked.Load())
 	}
 }

@@ -1,13 +1,9 @@
 package discover
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"syscall"
 
 	"pisess/readers"
 	"pisess/readers/jsonl"
@@ -29,7 +25,7 @@ func ReadHeader(path string) (readers.Header, error) {
 		defer src.Close()
 		return src.Header(), nil
 	}
-	format, _, err := jsonl.Sniff(path)
+	format, _, line, err := jsonl.SniffLine(path)
 	if err != nil {
 		return readers.Header{}, err
 	}
@@ -37,19 +33,9 @@ func ReadHeader(path string) (readers.Header, error) {
 		return readers.Header{}, &readers.RefusedError{Path: path, Line: 1, Class: readers.ClassBadHeader,
 			Reason: fmt.Sprintf("the file holds %s, not JSONL", format)}
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return readers.Header{}, &readers.RefusedError{Path: path, Class: readers.ClassIO, Reason: "open: " + err.Error(), Err: err}
-	}
-	defer f.Close()
-	line, err := bufio.NewReader(io.LimitReader(f, jsonl.MaxLineBytes+1)).ReadBytes('\n')
-	if err != nil && err != io.EOF {
-		return readers.Header{}, &readers.RefusedError{Path: path, Class: readers.ClassIO, Reason: "read: " + err.Error(), Err: err}
-	}
-	line = bytes.TrimSuffix(line, []byte{'\n'})
 	h, err := normalize.ParseHeader(normalize.RustTrim(line))
 	if err != nil {
-		// Sniff accepted this very line a moment ago: the file changed.
+		// Sniff accepted this very line, parsed the same way.
 		return readers.Header{}, &readers.RefusedError{Path: path, Line: 1, Class: readers.ClassBadHeader, Reason: err.Error(), Err: err}
 	}
 	return h.Readers(readers.FormatJSONLv3, bytes.TrimSuffix(line, []byte{'\r'})), nil

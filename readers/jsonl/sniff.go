@@ -20,33 +20,41 @@ var sqliteMagic = []byte("SQLite format 3\x00")
 // *readers.RefusedError as Open reports it (for an unknown version, the
 // version is returned with it).
 func Sniff(path string) (readers.SourceFormat, int, error) {
+	format, version, _, err := SniffLine(path)
+	return format, version, err
+}
+
+// SniffLine is Sniff that also returns the header line it read (without
+// its "\n"), for a JSONL session whose header was read without error: a
+// caller that wants the header need not open the file again.
+func SniffLine(path string) (readers.SourceFormat, int, []byte, error) {
 	f, _, err := openRegular(path)
 	if err != nil {
-		return "", 0, err
+		return "", 0, nil, err
 	}
 	defer f.Close()
 	var magic [16]byte
 	if n, _ := io.ReadFull(f, magic[:]); n == len(magic) && bytes.Equal(magic[:], sqliteMagic) {
-		return readers.FormatSQLitev1, 0, nil
+		return readers.FormatSQLitev1, 0, nil, nil
 	}
 	s := &Source{path: path, f: f}
 	lr := normalize.NewLineReader(io.NewSectionReader(f, 0, math.MaxInt64), 4096, MaxLineBytes, false)
 	line, start, err := lr.Next()
 	if err == io.EOF {
-		return "", 0, s.refuse(0, readers.ClassEmptyFile, "Empty JSONL session file: it has no header line", nil)
+		return "", 0, nil, s.refuse(0, readers.ClassEmptyFile, "Empty JSONL session file: it has no header line", nil)
 	}
 	if err := s.lineProblem(lr, line, start, err); err != nil {
-		return "", 0, err
+		return "", 0, nil, err
 	}
 	err = s.readHeader(line, Options{AllowLegacy: true})
 	if r := readers.AsRefused(err); r != nil && r.Class == readers.ClassUnsupportedVer {
 		h, perr := normalize.ParseHeader(normalize.RustTrim(line))
 		if perr == nil {
-			return readers.FormatJSONLv3, h.Version, err
+			return readers.FormatJSONLv3, h.Version, nil, err
 		}
 	}
 	if err != nil {
-		return "", 0, err
+		return "", 0, nil, err
 	}
-	return readers.FormatJSONLv3, s.header.Version, nil
+	return readers.FormatJSONLv3, s.header.Version, bytes.Clone(bytes.TrimSuffix(line, []byte{'\n'})), nil
 }

@@ -69,3 +69,41 @@ func TestSyncGroupError(t *testing.T) {
 		t.Fatalf("another filesystem: %v", err)
 	}
 }
+
+// With a linger, callers that arrive one after another within it share one
+// sync, each still covered (the sync begins after the last of them), where
+// without one each caller that finds no sync running starts its own.
+func TestSyncGroupLinger(t *testing.T) {
+	for _, linger := range []time.Duration{0, 200 * time.Millisecond} {
+		g := SyncGroup{Linger: linger}
+		var runs atomic.Int32
+		var started atomic.Int64 // of the last sync, UnixNano
+		var wg sync.WaitGroup
+		const callers = 4
+		for i := 0; i < callers; i++ {
+			wg.Add(1)
+			called := time.Now()
+			go func() {
+				defer wg.Done()
+				if err := g.sync(3, func() error {
+					runs.Add(1)
+					started.Store(time.Now().UnixNano())
+					return nil
+				}); err != nil {
+					t.Error(err)
+				}
+				if started.Load() < called.UnixNano() {
+					t.Error("a caller returned before a sync that began after its call")
+				}
+			}()
+			time.Sleep(5 * time.Millisecond) // one after another
+		}
+		wg.Wait()
+		switch n := runs.Load(); {
+		case linger > 0 && n != 1:
+			t.Errorf("linger %v: %d syncs for %d callers within it, want 1", linger, n, callers)
+		case linger == 0 && n < 2:
+			t.Errorf("no linger: %d syncs for %d callers 5 ms apart", n, callers)
+		}
+	}
+}
