@@ -317,10 +317,10 @@ type devSyncs struct {
 	cond      *sync.Cond
 	gathering bool // a job lingers before it starts the next sync
 	running   bool
-	started uint64 // syncs begun
-	done    uint64 // the last sync finished
-	failed  uint64 // the last sync that failed, with err
-	err     error
+	started   uint64 // syncs begun
+	done      uint64 // the last sync finished
+	failed    uint64 // the last sync that failed, with err
+	err       error
 }
 
 // sync returns once a call of fn that began after sync was called has
