@@ -30,6 +30,9 @@ type InPlaceOptions struct {
 	// MaxHeldBytes bounds the appended payloads held before the first is
 	// written; 0 means MaxInPlaceBytes.
 	MaxHeldBytes int
+	// FramesVouched is store.Options.FramesVouched: the store's frames are
+	// not read.
+	FramesVouched bool
 	// Prepare is called with the store as checked and the number of
 	// entries to append, once every one has been read and accepted, just before the first byte is
 	// written into it: the caller compares the store with what it vouches
@@ -52,7 +55,8 @@ type InPlaceOptions struct {
 // sidecar stays dirty for a rebuild.
 func AppendInPlace(ctx context.Context, dir string, open OpenAppended, opt InPlaceOptions) (res AppendResult, err error) {
 	w, b, src, err := continueBase(open, func() (*store.Writer, store.Base, error) {
-		return store.ContinueInPlace(ctx, dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops, BaseVouched: true})
+		return store.ContinueInPlace(ctx, dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops,
+			BaseVouched: true, FramesVouched: opt.FramesVouched})
 	})
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, err)

@@ -93,6 +93,11 @@ type freshEntry struct {
 	GID       uint32 `json:"gid"`
 	Entries   uint64 `json:"entries"`
 	Bytes     uint64 `json:"bytes"`
+	// Frames is set when every frame of the sidecar was checked when the
+	// entry was made (a refresh in place: the old frames against their
+	// rows, the new ones read back): while Digest matches, the next
+	// refresh in place need not read them (framesVouched).
+	Frames bool `json:"frames,omitempty"`
 }
 
 // freshCache is one tree's fresh cache, loaded once per run.
@@ -216,6 +221,18 @@ func (c *freshCache) sidecarVouched(s discover.Session) (freshEntry, bool) {
 	return e, ok && d == e.Digest
 }
 
+// framesVouched reports whether session s's sidecar is, file for file,
+// the one a refresh of this or an earlier run wrote and checked frame for
+// frame (an entry with Frames, made where change times are fine): its
+// frames need not be read again. The caller holds the store's locks.
+func (c *freshCache) framesVouched(s discover.Session) bool {
+	if c == nil || s.Rel == "" {
+		return false
+	}
+	e, ok := c.sidecarVouched(s)
+	return ok && e.Frames
+}
+
 // status returns the sidecar's fast status: from the cache when an
 // earlier run judged it fresh and nothing has changed since; from
 // verify.StatusVouched when only the session file changed; else from
@@ -296,7 +313,7 @@ func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v veri
 		return
 	}
 	e := freshEntry{Names: joinNames(names), Digest: d, Source: sourceDigest(key), Version: 3, SessionID: v.HeaderID,
-		UID: uint32(key.UID), GID: uint32(key.GID), Entries: v.Entries, Bytes: v.Bytes}
+		UID: uint32(key.UID), GID: uint32(key.GID), Entries: v.Entries, Bytes: v.Bytes, Frames: true}
 	c.mu.Lock()
 	c.written = append(c.written, writtenEntry{rel: s.Rel, dev: uint64(st.Dev), e: e})
 	c.mu.Unlock()
@@ -386,7 +403,7 @@ func (c *freshCache) put(rel string, e freshEntry) {
 	c.set(rel, e, func(old, e freshEntry) bool {
 		return old.Digest == e.Digest && old.Names == e.Names && old.Source == e.Source &&
 			old.Version == e.Version && old.SessionID == e.SessionID && old.UID == e.UID && old.GID == e.GID &&
-			old.Entries == e.Entries && old.Bytes == e.Bytes
+			old.Entries == e.Entries && old.Bytes == e.Bytes && old.Frames == e.Frames
 	})
 }
 

@@ -501,3 +501,37 @@ func TestFreshCacheVouched(t *testing.T) {
 		t.Fatalf("after the dirty mark: %s (%s), %d statuses, %d session judgments", s.Action, s.Reason, n.Load(), vouched.Load())
 	}
 }
+
+// TestFreshCacheFramesVouched: the sidecar a refresh in place wrote is
+// vouched for frame for frame while its files are as it left them (the
+// next refresh in place does not read its frames), and no longer once any
+// file changed: a frame damaged since is caught by the CRC check, and the
+// session rebuilt in full.
+func TestFreshCacheFramesVouched(t *testing.T) {
+	root, paths, refresh := freshTree(t)
+	refresh()
+	busy := discover.Session{Path: paths[2], Rel: mustRel(t, root, paths[2]), Sidecar: discover.SidecarPath(paths[2])}
+	a := discover.Session{Path: paths[0], Rel: mustRel(t, root, paths[0]), Sidecar: discover.SidecarPath(paths[0])}
+	c := loadFreshCache(root)
+	if !c.framesVouched(busy) {
+		t.Fatal("the sidecar the run wrote is not vouched for")
+	}
+	if c.framesVouched(a) {
+		t.Fatal("a sidecar only a status judged is vouched for frame for frame")
+	}
+	rep := refresh() // continued in place without reading its frames
+	if s := migResult(t, rep, paths[2]); !s.Incremental || !strings.Contains(strings.Join(s.Notes, " "), "refreshed in place") {
+		t.Fatalf("second refresh: %+v", s)
+	}
+	if !loadFreshCache(root).framesVouched(busy) {
+		t.Fatal("the sidecar continued again is not vouched for")
+	}
+	fixtures.FlipByte(t, store.SegmentPath(busy.Sidecar, 1), 50)
+	if loadFreshCache(root).framesVouched(busy) {
+		t.Fatal("vouched for after a frame was damaged")
+	}
+	rep = refresh()
+	if s := migResult(t, rep, paths[2]); s.Outcome != OutcomeDone || s.Incremental {
+		t.Fatalf("after the damage: %+v, want a full rebuild", s)
+	}
+}

@@ -73,7 +73,8 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 	sops := env.Ops
 	sops.DeferSync = true // sealed once below
 	ar, err := writers.AppendInPlace(ctx, x.sidecar, x.openAppended(rec, sum, &src), writers.InPlaceOptions{
-		StageOptions: writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops}, Prepare: prepare})
+		StageOptions: writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops}, Prepare: prepare,
+		FramesVouched: env.Fresh.framesVouched(s)})
 	switch {
 	case err == nil:
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):

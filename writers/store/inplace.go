@@ -18,8 +18,9 @@ import (
 // The store is checked as Resume checks a vouched base (opt.BaseVouched is
 // implied): the caller vouches for the manifest and index (it compares
 // Base's digests with what it recorded before the first Append), each
-// frame is CRC-checked against its row, every segment is exactly covered by
-// its rows, no checkpoint, rollback intent or other segment file is there.
+// frame is CRC-checked against its row (unless opt.FramesVouched), every
+// segment is exactly covered by its rows, no checkpoint, rollback intent or
+// other segment file is there.
 // Nothing is written before the first Append; on error dir is untouched.
 //
 // The caller holds the session lock and the store mutation lock, and marks
@@ -31,7 +32,7 @@ func ContinueInPlace(ctx context.Context, dir string, opt Options) (*Writer, Bas
 	if err != nil {
 		return nil, Base{}, fmt.Errorf("continue store %s in place: %w", dir, err)
 	}
-	w.baseVouched, w.inPlace = true, true
+	w.baseVouched, w.inPlace, w.framesVouched = true, true, opt.FramesVouched
 	b, err := w.copyFrom(ctx, dir)
 	if err == nil {
 		err = w.openForAppend(b.IndexBytes)

@@ -55,36 +55,68 @@ func chainIDs(prefix string, n int) []string {
 // store too.
 func TestContinueInPlace(t *testing.T) {
 	for _, c := range []struct{ base, more int }{{0, 3}, {6, 0}, {6, 1}, {6, 9}, {12, 40}} {
-		t.Run(strconv.Itoa(c.base)+"+"+strconv.Itoa(c.more), func(t *testing.T) {
-			base, more := chainIDs("a", c.base), chainIDs("b", c.more)
-			dir := filepath.Join(t.TempDir(), "s.v2")
-			inPlaceChain(t, dir, base)
-			full := filepath.Join(t.TempDir(), "s.v2")
-			inPlaceChain(t, full, append(append([]string{}, base...), more...))
+		for _, vouched := range []bool{false, true} {
+			t.Run(strconv.Itoa(c.base)+"+"+strconv.Itoa(c.more)+map[bool]string{true: ", frames vouched"}[vouched], func(t *testing.T) {
+				base, more := chainIDs("a", c.base), chainIDs("b", c.more)
+				dir := filepath.Join(t.TempDir(), "s.v2")
+				inPlaceChain(t, dir, base)
+				full := filepath.Join(t.TempDir(), "s.v2")
+				inPlaceChain(t, full, append(append([]string{}, base...), more...))
 
-			w, b, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock})
-			if err != nil {
-				t.Fatal(err)
+				w, b, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock, FramesVouched: vouched})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b.Manifest.Counters.EntriesTotal != uint64(c.base) {
+					t.Fatalf("base of %d entries, want %d", b.Manifest.Counters.EntriesTotal, c.base)
+				}
+				last := ""
+				if c.base > 0 {
+					last = base[len(base)-1]
+				}
+				appendChain(t, w, last, more)
+				if _, err := w.WriteManifest(testSession, "jsonl_v3"); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Seal(); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if d := fixtures.TreeDigest(t, dir); !maps.Equal(d, fixtures.TreeDigest(t, full)) {
+					t.Fatalf("the store continued in place differs from the one written at once:\n%v\n%v", d, fixtures.TreeDigest(t, full))
+				}
+			})
+		}
+	}
+}
+
+// TestContinueInPlaceFramesVouched: with FramesVouched the frames are not
+// read (a damaged one, which the check refuses, goes unseen: the caller's
+// vouching is all there is), while the rows and the segments' sizes still
+// are (a torn tail is refused either way).
+func TestContinueInPlaceFramesVouched(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		damage  func(t *testing.T, dir string)
+		refused bool
+	}{
+		{"damaged frame", func(t *testing.T, dir string) { fixtures.FlipByte(t, SegmentPath(dir, 1), 50) }, false},
+		{"torn tail after the last frame", func(t *testing.T, dir string) {
+			appendBytes(t, lastSegment(t, dir), []byte(`{"schema":"pi.session_store_v2.segm`))
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "s.v2")
+			inPlaceChain(t, dir, chainIDs("a", 6))
+			c.damage(t, dir)
+			w, _, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock, FramesVouched: true})
+			if w != nil {
+				w.Close()
 			}
-			if b.Manifest.Counters.EntriesTotal != uint64(c.base) {
-				t.Fatalf("base of %d entries, want %d", b.Manifest.Counters.EntriesTotal, c.base)
-			}
-			last := ""
-			if c.base > 0 {
-				last = base[len(base)-1]
-			}
-			appendChain(t, w, last, more)
-			if _, err := w.WriteManifest(testSession, "jsonl_v3"); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Seal(); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if d := fixtures.TreeDigest(t, dir); !maps.Equal(d, fixtures.TreeDigest(t, full)) {
-				t.Fatalf("the store continued in place differs from the one written at once:\n%v\n%v", d, fixtures.TreeDigest(t, full))
+			if refused := errors.Is(err, ErrNotResumable); refused != c.refused {
+				t.Fatalf("err %v, want refused %v", err, c.refused)
 			}
 		})
 	}

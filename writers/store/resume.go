@@ -219,10 +219,12 @@ func (c *baseCopy) run(ctx context.Context) error {
 	if n := min(c.entries, uint64(size)/minIndexRow); n > 0 {
 		w.graph.Grow(int(n), 8*int(n)) // pi's ids are 8 characters
 	}
-	if w.inPlace {
+	switch {
+	case w.inPlace && w.framesVouched:
+	case w.inPlace:
 		c.check = startChecker(w)
 		defer c.check.stop()
-	} else {
+	default:
 		idx, err := w.ops.CreatePrivate(IndexPath(w.root))
 		if err != nil {
 			return err
@@ -307,10 +309,14 @@ func (c *baseCopy) copyFrame(row wire.IndexRow, n uint64, buf []byte) ([]byte, e
 	if w.baseVouched {
 		// The frame is the one the row was written for (its CRC): its
 		// head is the row's, and the rest the manifest's (copyFrom).
-		if c.check != nil {
+		switch {
+		case w.framesVouched:
+		case c.check != nil:
 			c.check.frame(row)
-		} else if err := c.vouchedFrame(row); err != nil {
-			return buf, err
+		default:
+			if err := c.vouchedFrame(row); err != nil {
+				return buf, err
+			}
 		}
 		if _, err := w.graph.Add(row.EntryID); errors.Is(err, idgraph.ErrDuplicate) {
 			return buf, notResumable("index row %d: duplicate entry id", n)

@@ -49,6 +49,12 @@ type Options struct {
 	// after it, or nothing; another parent is ErrBaseLinksNeeded (Resume
 	// again without BaseVouched).
 	BaseVouched bool
+	// FramesVouched, for ContinueInPlace only: the caller also vouches for
+	// the base's frames, checked when it last wrote the store and
+	// unchanged since (commands/engine's fresh cache: the metadata of every
+	// file as they were then, under the store's locks). They are then not
+	// read: the rows are, the segments' sizes looked at.
+	FramesVouched bool
 }
 
 // bufferSize is the buffered writer size for segments and the index: large
@@ -107,6 +113,8 @@ type Writer struct {
 	// inPlace: the Writer continues the store at root itself
 	// (ContinueInPlace), not a copy.
 	inPlace bool
+	// framesVouched: in place, the base's frames are not read (FramesVouched).
+	framesVouched bool
 
 	checkpointSeq  uint64
 	checkpointHead uint64
