@@ -318,7 +318,11 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	// listed are the sessions the walk found, by tree (for the caches'
 	// saves, which drop the entries of sessions that are gone).
 	listed := map[string]map[string]bool{}
-	var jobs []job
+	total := 0
+	for _, t := range trees {
+		total += len(t.Sessions)
+	}
+	jobs := make([]job, 0, total) // a job is large: grown, a tree's would be copied over and over
 	var caches []*refusalCache
 	var freshCaches []*freshCache
 	var records []*refreshRecords

@@ -89,7 +89,9 @@ func (s *AppendSource) open() error {
 	if s.opt.Offset <= 0 || s.size < s.opt.Offset || s.opt.Known == nil {
 		return fmt.Errorf("%s: %d bytes, the store was built from %d: %w", s.path, s.size, s.opt.Offset, ErrNotAppended)
 	}
-	lr := normalize.NewLineReader(io.NewSectionReader(s.f, 0, s.opt.Offset), 64<<10, MaxLineBytes, false)
+	// The header line only (a few hundred bytes; a longer one is read on
+	// from there): the prefix is read whole just below.
+	lr := normalize.NewLineReader(io.NewSectionReader(s.f, 0, s.opt.Offset), 4096, MaxLineBytes, false)
 	line, start, err := lr.Next()
 	if err := s.lineProblem(lr, line, start, err); err != nil {
 		return err
