@@ -322,14 +322,23 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	for _, t := range trees {
 		total += len(t.Sessions)
 	}
-	jobs := make([]job, 0, total) // a job is large: grown, a tree's would be copied over and over
+	// The jobs are made first, then planned on goroutines of their own
+	// while the first planned are already run (issue 14: the planning of
+	// a steady tree is mostly system calls, the runs of its few stale
+	// sessions leave a core idle). A job is large: made once, in place.
+	jobs := make([]job, 0, total)
+	ready := make([]chan struct{}, 0, total)
+	type planner struct {
+		cache *refusalCache
+		fc    *freshCache
+	}
+	planners := make([]planner, 0, total)
 	var caches []*refusalCache
 	var freshCaches []*freshCache
 	var records []*refreshRecords
-	var planned int64
 	for _, t := range trees {
 		rep.Trees = append(rep.Trees, t.Root)
-		listed[t.Root] = map[string]bool{}
+		listed[t.Root] = make(map[string]bool, len(t.Sessions))
 		for _, s := range t.Sessions {
 			listed[t.Root][s.Rel] = true
 		}
@@ -370,9 +379,8 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			}
 			records = append(records, rec)
 		}
-		for _, jb := range planAll(t.Sessions, func(s discover.Session) job { return planWithCache(s, opt.Force, cache, fc) }) {
-			s := jb.session
-			jb.journal, jb.refresh = j, rec
+		for _, s := range t.Sessions {
+			jb := job{session: s, journal: j, refresh: rec}
 			if j != nil {
 				jb.fresh = fc
 			}
@@ -382,14 +390,25 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 				jb.prior, jb.hasPrior = rec.get(s.Rel)
 			}
 			jobs = append(jobs, jb)
-			if jb.plan.action == PlanMigrate || jb.plan.action == PlanRefresh {
-				planned += s.Size
-			}
+			ready = append(ready, make(chan struct{}))
+			planners = append(planners, planner{cache, fc})
 		}
 	}
-	if opt.OnPlan != nil {
-		opt.OnPlan(len(jobs), planned)
-	}
+	planned := make(chan int64, 1)
+	go func() {
+		planInto(jobs, ready, func(i int) job {
+			jb := planWithCache(jobs[i].session, opt.Force, planners[i].cache, planners[i].fc)
+			jb.journal, jb.refresh, jb.fresh, jb.prior, jb.hasPrior = jobs[i].journal, jobs[i].refresh, jobs[i].fresh, jobs[i].prior, jobs[i].hasPrior
+			return jb
+		})
+		var bytes int64
+		for _, jb := range jobs {
+			if jb.plan.action == PlanMigrate || jb.plan.action == PlanRefresh {
+				bytes += jb.session.Size
+			}
+		}
+		planned <- bytes
+	}()
 	ops := opt.Ops
 	if ops.Seals == nil {
 		ops.Seals = &durable.SyncGroup{Linger: sealLinger} // the jobs share their seals
@@ -401,7 +420,13 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	if !opt.DryRun && !opt.KeepDisplaced {
 		dq = newDiscarder(opt.CorrelationID, func() string { return wire.FormatTimestamp(env.now()) })
 	}
-	rep.Sessions = runJobs(ctx, env, jobs, opt.Jobs, opt.CorrelationID, func(i int, res SessionResult) {
+	// What a session's end reports waits for the plan's report (OnPlan
+	// first, as a progress bar or a JSON progress stream needs it).
+	var reportMu sync.Mutex
+	var held []int
+	var heldRes []SessionResult
+	reported := false
+	report := func(i int, res SessionResult) {
 		if dq != nil {
 			if err := dq.offer(i, jobs[i], res); err != nil {
 				log.Warn().Err(err).Str("session", res.Path).Msg("displaced sidecar kept")
@@ -413,7 +438,34 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		if opt.OnSession != nil {
 			opt.OnSession(res)
 		}
+	}
+	reportPlan := func(bytes int64) {
+		reportMu.Lock()
+		defer reportMu.Unlock()
+		if opt.OnPlan != nil {
+			opt.OnPlan(len(jobs), bytes)
+		}
+		reported = true
+		for k, i := range held {
+			report(i, heldRes[k])
+		}
+		held, heldRes = nil, nil
+	}
+	planReported := make(chan struct{})
+	go func() {
+		reportPlan(<-planned)
+		close(planReported)
+	}()
+	rep.Sessions = runJobs(ctx, env, jobs, ready, opt.Jobs, opt.CorrelationID, func(i int, res SessionResult) {
+		reportMu.Lock()
+		defer reportMu.Unlock()
+		if !reported {
+			held, heldRes = append(held, i), append(heldRes, res)
+			return
+		}
+		report(i, res)
 	})
+	<-planReported
 	var discarded discardResults
 	if dq != nil {
 		discarded = dq.wait()
@@ -606,20 +658,30 @@ type job struct {
 // steady tree of thousands of sessions it was most of a no-op run.
 func planAll(sessions []discover.Session, plan func(discover.Session) job) []job {
 	jobs := make([]job, len(sessions))
-	workers := min(max(runtime.NumCPU(), 2), len(sessions))
+	planInto(jobs, nil, func(i int) job { return plan(sessions[i]) })
+	return jobs
+}
+
+// planInto sets jobs[i] to plan(i) for every job, on as many goroutines
+// as there are CPUs, taking the jobs in order, and closes ready[i] (when
+// ready is not nil) once jobs[i] is set.
+func planInto(jobs []job, ready []chan struct{}, plan func(i int) job) {
+	workers := min(max(runtime.NumCPU(), 2), len(jobs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(sessions); i = int(next.Add(1) - 1) {
-				jobs[i] = plan(sessions[i])
+			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
+				jobs[i] = plan(i)
+				if ready != nil {
+					close(ready[i])
+				}
 			}
 		}()
 	}
 	wg.Wait()
-	return jobs
 }
 
 // planWithCache plans session s, first asking the tree's refusal cache: a
@@ -672,7 +734,7 @@ var (
 
 // runJobs runs the per-session pipeline on up to n sessions at once and
 // returns the results in the order of jobs.
-func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID string, finished func(i int, res SessionResult)) []SessionResult {
+func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, n int, correlationID string, finished func(i int, res SessionResult)) []SessionResult {
 	if n <= 0 {
 		n = defaultJobs()
 	}
@@ -701,6 +763,9 @@ func runJobs(ctx context.Context, env Env, jobs []job, n int, correlationID stri
 		}()
 	}
 	for i := range jobs {
+		if ready != nil {
+			<-ready[i] // planned
+		}
 		if ctx.Err() != nil {
 			results[i] = planned(jobs[i].session, jobs[i].plan)
 			results[i].Outcome, results[i].Error = OutcomeFailed, &ErrorInfo{Class: "canceled", Message: "not started: the run was interrupted"}

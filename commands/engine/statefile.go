@@ -52,17 +52,17 @@ func readStateFile[E any](tree, name string, max int64, keep func(E) bool) (out 
 		return out, nil // shorter than it said: written meanwhile
 	}
 	var doc stateFile[E]
-	if json.Unmarshal(b, &doc) != nil || doc.Version != 1 {
+	if json.Unmarshal(b, &doc) != nil || doc.Version != 1 || doc.Sessions == nil {
 		return out, b
 	}
 	for rel, e := range doc.Sessions {
 		// Keys are tree-relative names, never addresses: anything that
 		// could leave the tree is dropped.
-		if filepath.IsLocal(rel) && keep(e) {
-			out[rel] = e
+		if !filepath.IsLocal(rel) || !keep(e) {
+			delete(doc.Sessions, rel)
 		}
 	}
-	return out, b
+	return doc.Sessions, b
 }
 
 // writeStateFile replaces .pisess/name in tree with entries, atomically

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -396,8 +397,15 @@ func (w *walker) addPending() {
 		version int
 		reason  string
 	}
-	var todo []int
-	queued := map[string]bool{}
+	todo := make([]int, 0, len(w.pending))
+	queued := make(map[string]bool, len(w.pending))
+	perTree := map[*Tree]int{}
+	for _, p := range w.pending {
+		perTree[p.t]++
+	}
+	for t, n := range perTree {
+		t.Sessions = slices.Grow(t.Sessions, n) // a Session is large: grown, they would be copied over and over
+	}
 	for i, p := range w.pending {
 		if !p.c.symlink && !queued[p.c.path] && !w.seen[p.c.path] {
 			queued[p.c.path] = true
