@@ -279,10 +279,12 @@ func (c *freshCache) addCandidate(s discover.Session, st verify.StatusReport) {
 	c.mu.Unlock()
 }
 
-// vouch records the sidecar of session s, which this run wrote, verified
-// and committed with fingerprint fp, under its session lock and store
-// mutation lock, and must be called under them: its files' metadata are
-// read now, after the last write. It is cached at settle if the file
+// vouch records the sidecar of session s (JSONL), which this run wrote,
+// verified frame for frame and committed with fingerprint fp (a refresh in
+// place, under the session lock and the store mutation lock; an install,
+// under the session lock, pi's lock for every write to a sidecar), and
+// must be called under them: its files' metadata are read now, after the
+// last write. It is cached at settle if the file
 // system shows every later change (fineCtime), and if the session file is
 // still exactly the one fingerprinted. v gives the header's id and the
 // manifest's counters (the owner is the session file's, read here); names
@@ -292,13 +294,14 @@ func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v veri
 	if c == nil || s.Rel == "" || fp.FileIdentity == nil {
 		return
 	}
+	sidecar := discover.SidecarPath(s.Path) // s.Sidecar is "" for a session migrated now
 	if len(names) == 0 || len(names) > freshMaxNames {
 		var err error
-		if names, err = sidecarNames(s.Sidecar); err != nil {
+		if names, err = sidecarNames(sidecar); err != nil {
 			return
 		}
 	}
-	d, _, ok := metaDigest(s.Sidecar, names, time.Time{})
+	d, _, ok := metaDigest(sidecar, names, time.Time{})
 	if !ok {
 		return
 	}
@@ -309,7 +312,7 @@ func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v veri
 		return // written since it was read: a status judges it next run
 	}
 	var st syscall.Stat_t
-	if syscall.Lstat(s.Sidecar, &st) != nil {
+	if syscall.Lstat(sidecar, &st) != nil {
 		return
 	}
 	e := freshEntry{Names: joinNames(names), Digest: d, Source: sourceDigest(key), Version: 3, SessionID: v.HeaderID,

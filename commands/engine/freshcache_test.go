@@ -62,6 +62,12 @@ func freshTree(tb testing.TB) (root string, paths []string, refresh func() Migra
 	busy, last := migSession(tb, root, "busy", 2)
 	paths = append(paths, busy)
 	migRun(tb, migOptions(root))
+	// The migration vouched for the sidecars it installed (where change
+	// times are fine: TestFreshCacheAfterMigrate); these tests start from
+	// none, so that a and b are judged by a status.
+	if err := os.Remove(filepath.Join(root, discover.PisessDir, FreshCacheName)); err != nil && !os.IsNotExist(err) {
+		tb.Fatal(err)
+	}
 	time.Sleep(60 * time.Millisecond) // past the racy window
 	n := 0
 	refresh = func() MigrateReport {
@@ -533,5 +539,36 @@ func TestFreshCacheFramesVouched(t *testing.T) {
 	rep = refresh()
 	if s := migResult(t, rep, paths[2]); s.Outcome != OutcomeDone || s.Incremental {
 		t.Fatalf("after the damage: %+v, want a full rebuild", s)
+	}
+}
+
+// TestFreshCacheAfterMigrate: a migration vouches for every sidecar it
+// installs (its metadata read under the session lock, just after the
+// install), so that the first cron run after it skips them all without a
+// status — where change times are fine; where they are coarse, that run
+// judges every sidecar.
+func TestFreshCacheAfterMigrate(t *testing.T) {
+	for _, fine := range []bool{true, false} {
+		withFineCtime(t, fine)
+		root := t.TempDir()
+		var paths []string
+		for _, stem := range []string{"a", "b"} {
+			p, _ := migSession(t, root, stem, 4)
+			paths = append(paths, p)
+		}
+		migRun(t, migOptions(root))
+		n := countStatus(t)
+		rep := migRun(t, migOptions(root))
+		for _, p := range paths {
+			if s := migResult(t, rep, p); s.Outcome != OutcomeSkipped {
+				t.Fatalf("%s: %+v", p, s)
+			}
+		}
+		if want := map[bool]int64{true: 0, false: 2}[fine]; n.Load() != want {
+			t.Fatalf("fine change times %v: the run after the migration judged %d sidecars, want %d", fine, n.Load(), want)
+		}
+		if fine && !loadFreshCache(root).framesVouched(discover.Session{Path: paths[0], Rel: mustRel(t, root, paths[0]), Sidecar: discover.SidecarPath(paths[0])}) {
+			t.Fatal("an installed sidecar is not vouched for frame for frame")
+		}
 	}
 }

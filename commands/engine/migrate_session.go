@@ -482,6 +482,13 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 		return x.failed(res, wire.ErrorClassAtomicityViolation, v, fmt.Errorf("cutover: %w", err))
 	}
 	*installed = true
+	if s.Format == readers.FormatJSONLv3 {
+		// Read under the session lock, just after the install: what the
+		// next run's status of the sidecar would see.
+		counters := st.Manifest.Counters
+		env.Fresh.vouch(s, fp, verify.Vouched{HeaderID: st.Manifest.SessionID,
+			Entries: counters.EntriesTotal, Bytes: counters.BytesTotal}, nil)
+	}
 	durable.Failpoint(fpAfterCutover)
 	x.remember(fp, st)
 	res.Displaced, res.syncDirs = cut.Displaced, cut.SyncDirs
