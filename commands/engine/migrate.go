@@ -410,8 +410,13 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		planned <- bytes
 	}()
 	ops := opt.Ops
+	// Sessions not finished yet: a seal lingers only while another one
+	// may come to share it.
+	var unfinished atomic.Int64
+	unfinished.Store(int64(len(jobs)))
 	if ops.Seals == nil {
-		ops.Seals = &durable.SyncGroup{Linger: sealLinger} // the jobs share their seals
+		ops.Seals = &durable.SyncGroup{Linger: sealLinger, // the jobs share their seals
+			Others: func() bool { return unfinished.Load() > 1 }}
 	}
 	env := Env{Clock: opt.Clock, Ops: ops, MaxSegmentBytes: opt.MaxSegmentBytes,
 		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: log,
@@ -457,6 +462,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		close(planReported)
 	}()
 	rep.Sessions = runJobs(ctx, env, jobs, ready, opt.Jobs, opt.CorrelationID, func(i int, res SessionResult) {
+		unfinished.Add(-1)
 		reportMu.Lock()
 		defer reportMu.Unlock()
 		if !reported {

@@ -107,3 +107,18 @@ func TestSyncGroupLinger(t *testing.T) {
 		}
 	}
 }
+
+// A linger is skipped when no other job can come to share the sync.
+func TestSyncGroupLingerAlone(t *testing.T) {
+	g := SyncGroup{Linger: time.Hour, Others: func() bool { return false }}
+	done := make(chan error, 1)
+	go func() { done <- g.sync(5, func() error { return nil }) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a job alone lingered")
+	}
+}

@@ -307,6 +307,9 @@ type SyncGroup struct {
 	// covering more jobs, and fewer journal commits in the way of the
 	// jobs still writing. Zero starts at once.
 	Linger time.Duration
+	// Others, when set, tells whether another job may still come to
+	// share the sync: without one, nothing is worth waiting for.
+	Others func() bool
 
 	mu   sync.Mutex
 	devs map[uint64]*devSyncs
@@ -344,7 +347,7 @@ func (g *SyncGroup) sync(dev uint64, fn func() error) error {
 			d.cond.Wait()
 			continue
 		}
-		if g.Linger > 0 {
+		if g.Linger > 0 && (g.Others == nil || g.Others()) {
 			d.gathering = true
 			g.mu.Unlock()
 			time.Sleep(g.Linger)
