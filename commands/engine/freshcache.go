@@ -322,6 +322,9 @@ func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v veri
 	c.mu.Unlock()
 }
 
+// ctimeProbe starts the name of fineCtime's probe file in .pisess/.
+const ctimeProbe = ".ctime-probe-"
+
 // fineCtime reports whether the file system of dir gives a file a new
 // change time at every change made after its times were read, however
 // soon: three times over, a probe file written, its times read and
@@ -329,7 +332,13 @@ func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v veri
 // milliseconds) shows one; Linux's multigrain timestamps (6.13 and later,
 // on ext4, xfs, btrfs and tmpfs) show two. Tests may replace it.
 var fineCtime = func(dir string) (dev uint64, ok bool) {
-	f, err := os.CreateTemp(dir, ".ctime-probe-")
+	// A run killed while it probed left its probe: ours, removed.
+	if old, err := filepath.Glob(filepath.Join(dir, ctimeProbe+"*")); err == nil {
+		for _, p := range old {
+			_ = os.Remove(p)
+		}
+	}
+	f, err := os.CreateTemp(dir, ctimeProbe)
 	if err != nil {
 		return 0, false
 	}
