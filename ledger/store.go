@@ -97,9 +97,9 @@ func AppendStoreEventsWith(ops durable.Ops, storeDir string, evs ...wire.Migrati
 }
 
 // ReplaceStoreEventsWith writes evs as the store's whole ledger, in place
-// (truncated, written; synced unless ops defer syncs), as the reference
-// writes to a ledger: a store continued in place holds the events of its
-// latest migration only, as the store a rebuild writes does. Not atomic:
+// (durable.Ops.WriteFileInPlace; synced unless ops defer syncs), as the
+// reference writes to a ledger: a store continued in place holds the
+// events of its latest migration only, as a rebuilt store does. Not atomic:
 // only for a sidecar marked dirty, which pi does not read until it is
 // clean again.
 func ReplaceStoreEventsWith(ops durable.Ops, storeDir string, evs ...wire.MigrationEvent) error {

@@ -21,7 +21,7 @@ const (
 // The failpoints of PrepareInPlace (and markDirty's) and CommitInPlace.
 const (
 	fpBeforeInPlaceRecord = "rollback.before-in-place-record" // the sidecar checked, nothing written
-	fpAfterInPlaceRecord  = "rollback.after-in-place-record"  // cutover_commit, installed and discarded notes synced; sidecar untouched
+	fpAfterInPlaceRecord  = "rollback.after-in-place-record"  // cutover_commit, installed and discarded notes appended (unsynced); sidecar untouched
 	fpAfterInPlaceClean   = "rollback.after-in-place-clean"   // clean source-state written: committed
 )
 

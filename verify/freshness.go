@@ -57,12 +57,6 @@ type FreshnessResult struct {
 //     the dirty mark is what it means, and that is what stale says).
 //
 // It never writes and never locks. An error means the check could not be
-// lengthDiffers is the verdict on a source whose length is not the
-// fingerprint's.
-func lengthDiffers(st *wire.SourceState, size int64) FreshnessResult {
-	return FreshnessResult{State: st, Reason: fmt.Sprintf("the source's length differs from the fingerprint (%d bytes, fingerprinted %d)", size, st.SourceFingerprint.ByteLength)}
-}
-
 // made (the source exists but cannot be opened or read).
 func Freshness(sourcePath, storeDir string) (FreshnessResult, error) {
 	st, problem, err := readSourceState(durable.OS, storeDir)
@@ -148,4 +142,10 @@ func readSourceState(ops durable.Ops, storeDir string) (*wire.SourceState, strin
 		return nil, err.Error(), nil
 	}
 	return &s, "", nil
+}
+
+// lengthDiffers is the verdict on a source whose length is not the
+// fingerprint's.
+func lengthDiffers(st *wire.SourceState, size int64) FreshnessResult {
+	return FreshnessResult{State: st, Reason: fmt.Sprintf("the source's length differs from the fingerprint (%d bytes, fingerprinted %d)", size, st.SourceFingerprint.ByteLength)}
 }

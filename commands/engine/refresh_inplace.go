@@ -35,13 +35,13 @@ const (
 // itself is continued (writers.AppendInPlace: checked against the record,
 // every appended entry read and accepted before anything is written; then
 // rollback.PrepareInPlace journals the cutover and that the old sidecar is
-// not kept, and marks it dirty, before its first byte changes), sealed with
-// one sync, verified (verify.VerifiedAppend) and committed by a clean
-// source state (rollback.CommitInPlace): one journal sync and one seal per
-// session. Until that last write pi does not read the sidecar (FORMAT.md
-// §8), so a crash or failure part way leaves a sidecar the next run
-// rebuilds. The result is byte for byte the store a full rebuild writes at
-// the same clock, its ledger included.
+// not kept, and marks it dirty, before its first byte changes), verified
+// (verify.VerifiedAppend), sealed with one shared syncfs that also makes
+// the journal's records durable, and committed by a clean source state
+// (rollback.CommitInPlace). Until that last write pi does not read the
+// sidecar (FORMAT.md §8), so a crash or failure part way leaves a sidecar
+// the next run rebuilds. The result is byte for byte the store a full
+// rebuild writes at the same clock, its ledger included.
 func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec refreshRecord, sum [32]byte) (SessionResult, inPlaceNext) {
 	env, s := x.env, x.s
 	none := wire.Verification{}

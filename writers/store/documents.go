@@ -93,7 +93,7 @@ func (w *Writer) writeManifest(sessionID string, format wire.SourceFormat) (wire
 	if err := w.ops.WriteFileAtomic(w.root, TmpPath(w.root), ManifestName, data, 0o600); err != nil {
 		return wire.Manifest{}, err
 	}
-	w.manifestSHA = IndexDigest(data)
+	w.manifestSHA = hexSHA256(data)
 	durable.Failpoint(fpAfterManifestWrite)
 	return m, nil
 }

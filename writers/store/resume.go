@@ -41,9 +41,9 @@ type Base struct {
 	ManifestSHA256 string
 }
 
-// IndexDigest returns the hex SHA-256 of b: what Base.IndexSHA256 holds
-// for an index with these bytes.
-func IndexDigest(b []byte) string {
+// hexSHA256 returns the hex SHA-256 of a file's bytes b (Base.IndexSHA256
+// and Writer.ManifestSHA256 are such digests).
+func hexSHA256(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
