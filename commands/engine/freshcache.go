@@ -190,22 +190,6 @@ func (c *freshCache) Header(rel string, key discover.FileKey) (int, bool) {
 	return e.Version, true
 }
 
-// lazyFresh is a fresh cache being loaded: its Header waits for it.
-type lazyFresh struct {
-	ready chan struct{}
-	c     *freshCache
-}
-
-func (l *lazyFresh) cache() *freshCache {
-	<-l.ready
-	return l.c
-}
-
-// Header implements discover.Headers.
-func (l *lazyFresh) Header(rel string, key discover.FileKey) (int, bool) {
-	return l.cache().Header(rel, key)
-}
-
 // sidecarVouched returns s's entry when its sidecar's files are as the
 // entry saw them.
 func (c *freshCache) sidecarVouched(s discover.Session) (freshEntry, bool) {
@@ -412,11 +396,7 @@ func (c *freshCache) settle() {
 }
 
 func (c *freshCache) put(rel string, e freshEntry) {
-	c.set(rel, e, func(old, e freshEntry) bool {
-		return old.Digest == e.Digest && old.Names == e.Names && old.Source == e.Source &&
-			old.Version == e.Version && old.SessionID == e.SessionID && old.UID == e.UID && old.GID == e.GID &&
-			old.Entries == e.Entries && old.Bytes == e.Bytes && old.Frames == e.Frames
-	})
+	c.set(rel, e, func(old, e freshEntry) bool { return old == e })
 }
 
 // sidecarNames lists the sidecar's entries (directories walked, symlinks

@@ -266,23 +266,17 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	}
 	log := zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger()
 	rep := MigrateReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Strict: opt.Strict}
-	// Each tree's fresh cache is loaded before the walk, which takes from
-	// it the headers of the session files unchanged since a run judged
-	// them (a steady tree is walked without opening its sessions).
-	// The caches are read on goroutines of their own while the tree is
-	// listed (the walk asks for the headers once every directory is).
-	freshOf := map[string]*lazyFresh{}
-	refusalsOf := map[string]chan *refusalCache{}
-	recordsOf := map[string]chan *refreshRecords{}
+	// Each tree's caches are read on goroutines of their own from when the
+	// walk meets the tree, while it is listed; the walk then takes from
+	// the fresh cache the headers of the session files unchanged since a
+	// run judged them (a steady tree is walked without opening its
+	// sessions). A second walk (after healing) uses the same.
+	cachesOf := map[string]*treeCaches{}
 	walkOpt := discover.Options{Headers: func(root string) discover.Headers {
-		refusals, records := make(chan *refusalCache, 1), make(chan *refreshRecords, 1)
-		go func() { refusals <- loadRefusalCache(root) }()
-		go func() { records <- loadRefreshRecords(root) }()
-		refusalsOf[root], recordsOf[root] = refusals, records
-		fc := &lazyFresh{ready: make(chan struct{})}
-		go func() { fc.c = loadFreshCache(root); close(fc.ready) }()
-		freshOf[root] = fc
-		return fc
+		if cachesOf[root] == nil {
+			cachesOf[root] = loadTreeCaches(root)
+		}
+		return cachesOf[root]
 	}}
 	trees, err := walkRootsWith(opt.Paths, walkOpt)
 	if err != nil {
@@ -328,11 +322,6 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	// sessions leave a core idle). A job is large: made once, in place.
 	jobs := make([]job, 0, total)
 	ready := make([]chan struct{}, 0, total)
-	type planner struct {
-		cache *refusalCache
-		fc    *freshCache
-	}
-	planners := make([]planner, 0, total)
 	var caches []*refusalCache
 	var freshCaches []*freshCache
 	var records []*refreshRecords
@@ -354,36 +343,21 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		}
 		var cache *refusalCache
 		var fc *freshCache
+		tc := cachesOf[t.Root]
+		if tc == nil && t.SymlinkAncestor == "" {
+			tc = loadTreeCaches(t.Root) // the walk meets every tree: not reached
+		}
 		if t.SymlinkAncestor == "" {
-			if c, ok := refusalsOf[t.Root]; ok {
-				cache = <-c
-				c <- cache // a second walk (after healing) may take it again
-			} else {
-				cache = loadRefusalCache(t.Root)
-			}
-			caches = append(caches, cache)
-			if lf := freshOf[t.Root]; lf != nil {
-				fc = lf.cache()
-			} else {
-				fc = loadFreshCache(t.Root)
-			}
-			freshCaches = append(freshCaches, fc)
+			cache, fc = tc.refusals.get(), tc.fresh.get()
+			caches, freshCaches = append(caches, cache), append(freshCaches, fc)
 		}
 		var rec *refreshRecords
 		if j != nil {
-			if c, ok := recordsOf[t.Root]; ok {
-				rec = <-c
-				c <- rec
-			} else {
-				rec = loadRefreshRecords(t.Root)
-			}
+			rec = tc.records.get()
 			records = append(records, rec)
 		}
 		for _, s := range t.Sessions {
-			jb := job{session: s, journal: j, refresh: rec}
-			if j != nil {
-				jb.fresh = fc
-			}
+			jb := job{session: s, journal: j, refresh: rec, fresh: fc, cache: cache}
 			if rec != nil && s.Rel != "" {
 				// What the record said before this run replaces it: the
 				// evidence about the sidecar a refresh displaces.
@@ -391,16 +365,11 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			}
 			jobs = append(jobs, jb)
 			ready = append(ready, make(chan struct{}))
-			planners = append(planners, planner{cache, fc})
 		}
 	}
 	planned := make(chan int64, 1)
 	go func() {
-		planInto(jobs, ready, func(i int) job {
-			jb := planWithCache(jobs[i].session, opt.Force, planners[i].cache, planners[i].fc)
-			jb.journal, jb.refresh, jb.fresh, jb.prior, jb.hasPrior = jobs[i].journal, jobs[i].refresh, jobs[i].fresh, jobs[i].prior, jobs[i].hasPrior
-			return jb
-		})
+		planInto(jobs, ready, func(i int) { planWithCache(&jobs[i], opt.Force) })
 		var bytes int64
 		for _, jb := range jobs {
 			if jb.plan.action == PlanMigrate || jb.plan.action == PlanRefresh {
@@ -428,8 +397,11 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	// What a session's end reports waits for the plan's report (OnPlan
 	// first, as a progress bar or a JSON progress stream needs it).
 	var reportMu sync.Mutex
-	var held []int
-	var heldRes []SessionResult
+	type ended struct {
+		i   int
+		res SessionResult
+	}
+	var held []ended // while the plan is not reported
 	reported := false
 	report := func(i int, res SessionResult) {
 		if dq != nil {
@@ -451,10 +423,10 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			opt.OnPlan(len(jobs), bytes)
 		}
 		reported = true
-		for k, i := range held {
-			report(i, heldRes[k])
+		for _, e := range held {
+			report(e.i, e.res)
 		}
-		held, heldRes = nil, nil
+		held = nil
 	}
 	planReported := make(chan struct{})
 	go func() {
@@ -466,7 +438,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		reportMu.Lock()
 		defer reportMu.Unlock()
 		if !reported {
-			held, heldRes = append(held, i), append(heldRes, res)
+			held = append(held, ended{i, res})
 			return
 		}
 		report(i, res)
@@ -645,7 +617,9 @@ type job struct {
 	plan    plan
 	journal *ledger.Journal
 	refresh *refreshRecords
-	fresh   *freshCache
+	// fresh is the tree's fresh cache: it stands in for statuses in the
+	// planning, and is told of the sidecars the run writes.
+	fresh *freshCache
 	// prior is the session's refresh record as the run found it (valid
 	// when hasPrior).
 	prior    refreshRecord
@@ -664,14 +638,14 @@ type job struct {
 // steady tree of thousands of sessions it was most of a no-op run.
 func planAll(sessions []discover.Session, plan func(discover.Session) job) []job {
 	jobs := make([]job, len(sessions))
-	planInto(jobs, nil, func(i int) job { return plan(sessions[i]) })
+	planInto(jobs, nil, func(i int) { jobs[i] = plan(sessions[i]) })
 	return jobs
 }
 
-// planInto sets jobs[i] to plan(i) for every job, on as many goroutines
-// as there are CPUs, taking the jobs in order, and closes ready[i] (when
-// ready is not nil) once jobs[i] is set.
-func planInto(jobs []job, ready []chan struct{}, plan func(i int) job) {
+// planInto calls plan(i), which plans jobs[i], for every job, on as many
+// goroutines as there are CPUs, taking the jobs in order, and closes
+// ready[i] (when ready is not nil) once jobs[i] is planned.
+func planInto(jobs []job, ready []chan struct{}, plan func(i int)) {
 	workers := min(max(runtime.NumCPU(), 2), len(jobs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -680,7 +654,7 @@ func planInto(jobs []job, ready []chan struct{}, plan func(i int) job) {
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
-				jobs[i] = plan(i)
+				plan(i)
 				if ready != nil {
 					close(ready[i])
 				}
@@ -690,28 +664,28 @@ func planInto(jobs []job, ready []chan struct{}, plan func(i int) job) {
 	wg.Wait()
 }
 
-// planWithCache plans session s, first asking the tree's refusal cache: a
-// session refused before and unchanged since is refused again without
-// being read, locked or journaled (issue 12, item 4). fc, the tree's fresh
-// cache, stands in for the sidecar's status when it can (planSession).
-func planWithCache(s discover.Session, force bool, cache *refusalCache, fc *freshCache) job {
-	jb := job{session: s, cache: cache}
-	if cache != nil && s.Refusal == nil {
+// planWithCache plans jb's session, first asking the tree's refusal cache
+// (jb.cache): a session refused before and unchanged since is refused
+// again without being read, locked or journaled (issue 12, item 4). The
+// tree's fresh cache (jb.fresh) stands in for the sidecar's status when
+// it can (planSession).
+func planWithCache(jb *job, force bool) {
+	s := jb.session
+	if jb.cache != nil && s.Refusal == nil {
 		if jb.identity, jb.hasIdentity = identityOfKey(s.Key); !jb.hasIdentity {
 			jb.identity, jb.hasIdentity = identityOf(s.Path)
 		}
 		if jb.hasIdentity {
-			if e, ok := cache.lookup(s.Rel, jb.identity); ok {
+			if e, ok := jb.cache.lookup(s.Rel, jb.identity); ok {
 				jb.fromCache = true
 				jb.plan = plan{action: PlanRefuse, reason: e.Reason,
 					refusal: &readers.RefusedError{Path: s.Path, Line: e.Line, Class: e.Class, Reason: e.Reason},
 					notes:   []string{"refused before and unchanged since (" + RefusalCacheName + "): not read again until pi writes it"}}
-				return jb
+				return
 			}
 		}
 	}
-	jb.plan = planSession(s, force, fc)
-	return jb
+	jb.plan = planSession(s, force, jb.fresh)
 }
 
 // record updates the cache with a session's outcome: a refusal found by

@@ -234,40 +234,31 @@ func (x *session) event(phase wire.Phase, v wire.Verification, outcome wire.Outc
 
 // journal appends an event to the tree journal (nothing in a dry run).
 func (x *session) journal(ev wire.MigrationEvent) error {
-	return x.journalEvent(ev, true)
+	return x.journalEvents(true, ev)
 }
 
-// progress appends an event that no recovery reads (planned, staging_copy,
-// integrity_check, completed) without its own fsync: the staging seal, the
-// cutover's synced records or the end of the run make it durable
-// (ledger.Journal.AppendUnsynced).
+// progress appends events that no recovery reads (planned, staging_copy,
+// integrity_check, completed) without their own fsync: the staging seal,
+// the cutover's synced records or the end of the run make them durable
+// (ledger.Journal.AppendAllUnsynced). Several are written at once.
 func (x *session) progress(evs ...wire.MigrationEvent) error {
-	if len(evs) == 1 {
-		return x.journalEvent(evs[0], false)
-	}
-	if x.env.DryRun || x.env.Journal == nil {
+	return x.journalEvents(false, evs...)
+}
+
+func (x *session) journalEvents(sync bool, evs ...wire.MigrationEvent) error {
+	if x.env.DryRun || x.env.Journal == nil || len(evs) == 0 {
 		return nil
 	}
 	recs := make([]ledger.Record, len(evs))
 	for i, ev := range evs {
 		recs[i] = ledger.EventRecord(ev)
 	}
-	if err := x.env.Journal.AppendAllUnsynced(recs...); err != nil {
-		return fmt.Errorf("journal %s events: %w", evs[0].Phase, err)
-	}
-	return nil
-}
-
-func (x *session) journalEvent(ev wire.MigrationEvent, sync bool) error {
-	if x.env.DryRun || x.env.Journal == nil {
-		return nil
-	}
-	app := x.env.Journal.AppendUnsynced
+	app := x.env.Journal.AppendAllUnsynced
 	if sync {
-		app = x.env.Journal.Append
+		app = x.env.Journal.AppendAll
 	}
-	if err := app(ledger.EventRecord(ev)); err != nil {
-		return fmt.Errorf("journal %s event: %w", ev.Phase, err)
+	if err := app(recs...); err != nil {
+		return fmt.Errorf("journal %s event: %w", evs[0].Phase, err)
 	}
 	return nil
 }
