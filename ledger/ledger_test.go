@@ -652,3 +652,62 @@ func TestJournalSyncOnlyWhatIsUnsynced(t *testing.T) {
 		t.Fatalf("Records = %+v, %v", mine, err)
 	}
 }
+
+// TestJournalHeldOpen: once an append has left the journal whole, the next
+// ones write through the file held open (no open of the journal per
+// append), what they write reads back in order, a Sync uses it, and after
+// Close an append opens the journal again.
+func TestJournalHeldOpen(t *testing.T) {
+	tree, _ := newTree(t)
+	opens := 0
+	ops := durable.OS
+	ops.OpenFile = func(path string, flag int, perm os.FileMode) (*os.File, error) {
+		if filepath.Base(path) == JournalName {
+			opens++
+		}
+		return durable.OS.OpenFile(path, flag, perm)
+	}
+	j, err := OpenJournalWith(ops, tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := filepath.Join(tree, "a.jsonl")
+	phases := []wire.Phase{wire.PhasePlanned, wire.PhaseStagingCopy, wire.PhaseIntegrityCheck,
+		wire.PhaseCutoverCommit, wire.PhaseCompleted, wire.PhasePlanned, wire.PhaseCompleted}
+	settled := 0
+	for i, p := range phases {
+		if err := j.AppendUnsynced(EventRecord(event(p, a, testCID))); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			settled = opens // created, then opened to be held
+		}
+	}
+	if err := j.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if opens != settled {
+		t.Fatalf("%d opens of the journal after the second append, %d after the last and a Sync", settled, opens)
+	}
+	recs, err := j.Records(testCID)
+	if err != nil || len(recs) != len(phases) {
+		t.Fatalf("Records = %d, %v", len(recs), err)
+	}
+	for i, r := range recs {
+		if r.Event == nil || r.Event.Phase != phases[i] {
+			t.Fatalf("record %d: %+v, want %s", i, r, phases[i])
+		}
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Append(EventRecord(event(wire.PhaseCompleted, a, testCID))); err != nil {
+		t.Fatal(err)
+	}
+	if opens == settled {
+		t.Fatal("an append after Close did not open the journal")
+	}
+	if recs, _ := j.Records(testCID); len(recs) != len(phases)+1 {
+		t.Fatalf("%d records after Close and an append", len(recs))
+	}
+}

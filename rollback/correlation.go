@@ -120,6 +120,7 @@ func ByCorrelation(ctx context.Context, tree, correlationID string, opt Options)
 	if err != nil {
 		return rep, fmt.Errorf("rollback %s: %w", correlationID, err)
 	}
+	defer j.Close()
 	recs, forged, err := j.RunRecords(correlationID)
 	if err != nil {
 		return rep, fmt.Errorf("rollback %s: %w", correlationID, err)

@@ -3,7 +3,6 @@ package verify
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 
@@ -130,10 +129,11 @@ func readSourceState(ops durable.Ops, storeDir string) (*wire.SourceState, strin
 		return nil, "cannot open: " + err.Error(), nil
 	}
 	defer f.Close()
-	if ofi, err := f.Stat(); err != nil || !ofi.Mode().IsRegular() || !os.SameFile(fi, ofi) {
+	ofi, err := f.Stat()
+	if err != nil || !ofi.Mode().IsRegular() || !os.SameFile(fi, ofi) {
 		return nil, "changed while it was being opened", nil
 	}
-	b, err := io.ReadAll(io.LimitReader(f, wire.MaxSourceStateBytes+1))
+	b, err := durable.ReadLimited(f, ofi.Size(), wire.MaxSourceStateBytes)
 	if err != nil {
 		return nil, "", fmt.Errorf("read %s: %w", path, err)
 	}

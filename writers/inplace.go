@@ -31,14 +31,21 @@ type InPlaceOptions struct {
 	// written; 0 means MaxInPlaceBytes.
 	MaxHeldBytes int
 	// FramesVouched is store.Options.FramesVouched: the store's frames are
-	// not read.
+	// not read; Names is store.Options.Names.
 	FramesVouched bool
+	Names         []string
 	// Prepare is called with the store as checked and the number of
 	// entries to append, once every one has been read and accepted, just before the first byte is
 	// written into it: the caller compares the store with what it vouches
 	// for and marks the sidecar dirty (FORMAT.md §8). Its error stops
 	// AppendInPlace.
 	Prepare func(b store.Base, appended int) error
+	// Written, when set, is called once the appended entries are handed
+	// to the store (their payloads no longer held), before the manifest is
+	// written: a caller bounding how many stores are written at once can
+	// let the next one begin (the manifest's replacement waits on the disk
+	// for the old one's blocks to be freed).
+	Written func()
 }
 
 // AppendInPlace is StageAppend without the copy: it continues the store
@@ -56,7 +63,7 @@ type InPlaceOptions struct {
 func AppendInPlace(ctx context.Context, dir string, open OpenAppended, opt InPlaceOptions) (res AppendResult, err error) {
 	w, b, src, err := continueBase(open, func() (*store.Writer, store.Base, error) {
 		return store.ContinueInPlace(ctx, dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops,
-			BaseVouched: true, FramesVouched: opt.FramesVouched})
+			BaseVouched: true, FramesVouched: opt.FramesVouched, Names: opt.Names})
 	})
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, err)
@@ -91,6 +98,10 @@ func AppendInPlace(ctx context.Context, dir string, open OpenAppended, opt InPla
 		if opt.Progress != nil {
 			opt.Progress(int64(row.ByteLength))
 		}
+	}
+	entries = nil
+	if opt.Written != nil {
+		opt.Written()
 	}
 	so := opt.StageOptions
 	so.Ops.DeferSync = true // flushed only: the caller seals

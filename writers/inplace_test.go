@@ -1,10 +1,13 @@
 package writers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"maps"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"pisess/fixtures"
@@ -68,12 +71,29 @@ func TestAppendInPlace(t *testing.T) {
 	t.Run("appended", func(t *testing.T) {
 		dir := staged(t, base)
 		var got store.Base
+		manifest, err := os.ReadFile(store.ManifestPath(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Written comes after Prepare, once, with the old manifest still
+		// in place (what follows it is the manifest's replacement).
+		var calls []string
 		res, err := AppendInPlace(context.Background(), dir, opener(newSource(more...)), InPlaceOptions{
 			StageOptions: StageOptions{Clock: clock, MaxSegmentBytes: 1024},
-			Prepare:      func(b store.Base, n int) error { got = b; return nil },
+			Prepare:      func(b store.Base, n int) error { got = b; calls = append(calls, "prepare"); return nil },
+			Written: func() {
+				now, err := os.ReadFile(store.ManifestPath(dir))
+				if err != nil || !bytes.Equal(now, manifest) {
+					t.Errorf("Written: the manifest was already replaced (%v)", err)
+				}
+				calls = append(calls, "written")
+			},
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if strings.Join(calls, " ") != "prepare written" {
+			t.Errorf("calls %v, want Prepare then Written", calls)
 		}
 		if got.Manifest.Counters.EntriesTotal != 4 || len(res.Appended) != 3 || res.Entries != 7 {
 			t.Fatalf("base %d entries, appended %d, store %d", got.Manifest.Counters.EntriesTotal, len(res.Appended), res.Entries)

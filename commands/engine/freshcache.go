@@ -208,13 +208,18 @@ func (c *freshCache) sidecarVouched(s discover.Session) (freshEntry, bool) {
 // framesVouched reports whether session s's sidecar is, file for file,
 // the one a refresh of this or an earlier run wrote and checked frame for
 // frame (an entry with Frames, made where change times are fine): its
-// frames need not be read again. The caller holds the store's locks.
-func (c *freshCache) framesVouched(s discover.Session) bool {
+// frames need not be read again, nor its directories listed (names are its
+// entries). The caller holds the store's locks.
+func (c *freshCache) framesVouched(s discover.Session) (names []string, ok bool) {
 	if c == nil || s.Rel == "" {
-		return false
+		return nil, false
 	}
 	e, ok := c.sidecarVouched(s)
-	return ok && e.Frames
+	if !ok || !e.Frames {
+		return nil, false
+	}
+	names, _ = c.layout(e.Names)
+	return names, true
 }
 
 // status returns the sidecar's fast status: from the cache when an

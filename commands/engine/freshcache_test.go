@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -520,21 +521,25 @@ func TestFreshCacheFramesVouched(t *testing.T) {
 	busy := discover.Session{Path: paths[2], Rel: mustRel(t, root, paths[2]), Sidecar: discover.SidecarPath(paths[2])}
 	a := discover.Session{Path: paths[0], Rel: mustRel(t, root, paths[0]), Sidecar: discover.SidecarPath(paths[0])}
 	c := loadFreshCache(root)
-	if !c.framesVouched(busy) {
+	names, ok := c.framesVouched(busy)
+	if !ok {
 		t.Fatal("the sidecar the run wrote is not vouched for")
 	}
-	if c.framesVouched(a) {
+	if listed, err := sidecarNames(busy.Sidecar); err != nil || !slices.Equal(names, listed) {
+		t.Fatalf("vouched names %q, the sidecar holds %q (%v)", names, listed, err)
+	}
+	if _, ok := c.framesVouched(a); ok {
 		t.Fatal("a sidecar only a status judged is vouched for frame for frame")
 	}
 	rep := refresh() // continued in place without reading its frames
 	if s := migResult(t, rep, paths[2]); !s.Incremental || !strings.Contains(strings.Join(s.Notes, " "), "refreshed in place") {
 		t.Fatalf("second refresh: %+v", s)
 	}
-	if !loadFreshCache(root).framesVouched(busy) {
+	if _, ok := loadFreshCache(root).framesVouched(busy); !ok {
 		t.Fatal("the sidecar continued again is not vouched for")
 	}
 	fixtures.FlipByte(t, store.SegmentPath(busy.Sidecar, 1), 50)
-	if loadFreshCache(root).framesVouched(busy) {
+	if _, ok := loadFreshCache(root).framesVouched(busy); ok {
 		t.Fatal("vouched for after a frame was damaged")
 	}
 	rep = refresh()
@@ -568,7 +573,7 @@ func TestFreshCacheAfterMigrate(t *testing.T) {
 		if want := map[bool]int64{true: 0, false: 2}[fine]; n.Load() != want {
 			t.Fatalf("fine change times %v: the run after the migration judged %d sidecars, want %d", fine, n.Load(), want)
 		}
-		if fine && !loadFreshCache(root).framesVouched(discover.Session{Path: paths[0], Rel: mustRel(t, root, paths[0]), Sidecar: discover.SidecarPath(paths[0])}) {
+		if _, ok := loadFreshCache(root).framesVouched(discover.Session{Path: paths[0], Rel: mustRel(t, root, paths[0]), Sidecar: discover.SidecarPath(paths[0])}); fine && !ok {
 			t.Fatal("an installed sidecar is not vouched for frame for frame")
 		}
 	}

@@ -194,6 +194,7 @@ func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string)
 	if err != nil {
 		return out, fmt.Errorf("fsck %s: %w", t.Root, err)
 	}
+	defer j.Close()
 	tr := &treeRun{fsckRun: r, tree: t, journal: j}
 	if r.opt.Repair {
 		if tr.q, err = newQuarantine(r.opt.Ops, t.Root, r.cid, j, r.opt.Clock); err != nil {

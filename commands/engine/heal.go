@@ -118,6 +118,7 @@ func heal(ctx context.Context, log zerolog.Logger, opt MigrateOptions, t discove
 	if err != nil {
 		return nil, err
 	}
+	defer j.Close()
 	sel, ok := needsHeal(t, j, stale != "")
 	if !ok {
 		return nil, nil

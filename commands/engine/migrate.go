@@ -309,6 +309,11 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		}
 	}
 	journals := map[string]*ledger.Journal{}
+	defer func() {
+		for _, j := range journals {
+			_ = j.Close() // what an append held open
+		}
+	}()
 	// listed are the sessions the walk found, by tree (for the caches'
 	// saves, which drop the entries of sessions that are gone).
 	listed := map[string]map[string]bool{}
@@ -456,6 +461,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		if err := j.Sync(); err != nil {
 			log.Warn().Err(err).Str("tree", root).Msg("journal not synced")
 		}
+
 	}
 	if !opt.DryRun {
 		for i, jb := range jobs {

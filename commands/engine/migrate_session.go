@@ -181,6 +181,7 @@ func RebuildSidecar(ctx context.Context, env Env, s discover.Session, correlatio
 		if err != nil {
 			return fail(res, "operational", fmt.Errorf("open journal of %s: %w", s.Tree, err))
 		}
+		defer j.Close()
 		env.Journal = j
 	}
 	if env.MaxSegmentBytes == 0 {

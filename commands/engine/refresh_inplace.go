@@ -72,9 +72,14 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 	durable.Failpoint(fpBeforeStage)
 	sops := env.Ops
 	sops.DeferSync = true // sealed once below
+	names, framesVouched := env.Fresh.framesVouched(s)
 	ar, err := writers.AppendInPlace(ctx, x.sidecar, x.openAppended(rec, sum, &src), writers.InPlaceOptions{
 		StageOptions: writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops}, Prepare: prepare,
-		FramesVouched: env.Fresh.framesVouched(s)})
+		FramesVouched: framesVouched, Names: names,
+		// Written: the staging slot is free. The manifest, verification
+		// (a read-back of what was just written), ledger, seal and commit
+		// overlap the next session's writing, as a full build's do (build).
+		Written: env.yield})
 	switch {
 	case err == nil:
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
@@ -105,7 +110,6 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 	if err := ledger.ReplaceStoreEventsWith(sops, x.sidecar, x.storeEvents(v)...); err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("store ledger: %w", err)), inPlaceDone
 	}
-	env.yield()
 	dev, whole, err := env.Ops.SealFilesystem(x.sidecar)
 	if err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("sidecar: %w", err)), inPlaceDone

@@ -204,6 +204,7 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 			if journal, err = ledger.OpenJournalWith(opt.Ops, t.Root); err != nil {
 				return fmt.Errorf("open journal of %s: %w", t.Root, err)
 			}
+			defer journal.Close()
 		}
 	}
 	for _, s := range t.Sessions {

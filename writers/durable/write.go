@@ -399,3 +399,58 @@ func (o Ops) Truncate(path string, size int64) error {
 	}
 	return nil
 }
+
+// Appender appends whole lines to one file it keeps open: AppendLines
+// without the open, fstat and close of every append (a run appends to its
+// tree's journal several times per session; issue 14). The caller checks,
+// before each append, that the path still names the file it holds.
+type Appender struct {
+	o Ops
+	f *os.File
+}
+
+// OpenAppender opens the existing regular file path for appending, without
+// following a symlink in any component, and returns its state.
+func (o Ops) OpenAppender(path string) (*Appender, unix.Stat_t, error) {
+	f, err := o.openFile(path, unix.O_WRONLY|unix.O_APPEND|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, unix.Stat_t{}, fmt.Errorf("append %s: %w", path, err)
+	}
+	st, err := fstat(f)
+	if err == nil && !isRegular(st) {
+		err = &os.PathError{Op: "append", Path: path, Err: errNotRegular}
+	}
+	if err != nil {
+		f.Close()
+		return nil, unix.Stat_t{}, err
+	}
+	return &Appender{o: o, f: f}, st, nil
+}
+
+// Append writes lines (whole lines, ending with '\n') at the end of the
+// file, whose length before is size: a write that fails part way is cut
+// back to it. It does not sync (Sync), and returns the file's state after.
+func (a *Appender) Append(lines []byte, size int64) (unix.Stat_t, error) {
+	if len(lines) == 0 || lines[len(lines)-1] != '\n' {
+		return unix.Stat_t{}, fmt.Errorf("append %s: not newline-terminated lines", a.f.Name())
+	}
+	if n, err := a.o.writeAll(a.f, lines); err != nil {
+		if n > 0 {
+			_ = unix.Ftruncate(int(a.f.Fd()), size)
+		}
+		return unix.Stat_t{}, fmt.Errorf("append %s: %w", a.f.Name(), err)
+	}
+	return fstat(a.f)
+}
+
+// Sync fsyncs the file (nothing with DeferSync).
+func (a *Appender) Sync() error {
+	Failpoint(fpBeforeSync)
+	if err := a.o.sync(a.f); err != nil {
+		return fmt.Errorf("append %s: %w", a.f.Name(), err)
+	}
+	return nil
+}
+
+// Close closes the file.
+func (a *Appender) Close() error { return a.f.Close() }

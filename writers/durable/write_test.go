@@ -460,3 +460,88 @@ func TestZeroOps(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWriteFileAtomicReplacesByExchange: a file published over an existing
+// one takes its place by an exchange (replaceByExchange), so the old inode
+// is unlinked and no temp is left; what stands in the way and is no file
+// (a directory) is exchanged back and the publication fails as a rename
+// over it would, both sides as they were.
+func TestWriteFileAtomicReplacesByExchange(t *testing.T) {
+	dir, tmpDir := store(t)
+	final := filepath.Join(dir, "f")
+	writeFile(t, final, "old")
+	old, err := os.Open(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := OS.WriteFileAtomic(dir, tmpDir, "f", []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, final); got != "new" {
+		t.Fatalf("content %q", got)
+	}
+	if exists(t, filepath.Join(tmpDir, TempName("f"))) {
+		t.Fatal("the displaced file was left in tmp/")
+	}
+	st, err := fstat(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Nlink != 0 {
+		t.Fatalf("the old file still has %d links", st.Nlink)
+	}
+
+	// A directory where the file was (checkReplaceable looks first: the
+	// rename is called as a race past it would).
+	if err := os.Remove(final); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(final, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(final, "inside"), "kept")
+	tmp := filepath.Join(tmpDir, TempName("f"))
+	writeFile(t, tmp, "newer")
+	if err := renameAt(tmp, final, false); err == nil {
+		t.Fatal("a file renamed over a directory")
+	}
+	if got := readFile(t, filepath.Join(final, "inside")); got != "kept" {
+		t.Fatalf("the directory's content %q", got)
+	}
+	if got := readFile(t, tmp); got != "newer" {
+		t.Fatalf("the temp's content %q", got)
+	}
+}
+
+// TestReadLimited: the whole file whatever the stat said (exact, grown
+// since, shrunk since), and limit+1 bytes of a file over the limit.
+func TestReadLimited(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name        string
+		data        string
+		size, limit int64
+		want        string
+	}{
+		{"exact", "0123456789", 10, 100, "0123456789"},
+		{"grown since the stat", "0123456789", 4, 100, "0123456789"},
+		{"shrunk since the stat", "0123", 10, 100, "0123"},
+		{"empty", "", 0, 100, ""},
+		{"over the limit", "0123456789", 10, 5, "012345"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, c.name)
+			writeFile(t, path, c.data)
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got, err := ReadLimited(f, c.size, c.limit)
+			if err != nil || string(got) != c.want {
+				t.Fatalf("ReadLimited = %q, %v; want %q", got, err, c.want)
+			}
+		})
+	}
+}

@@ -33,6 +33,9 @@ func ContinueInPlace(ctx context.Context, dir string, opt Options) (*Writer, Bas
 		return nil, Base{}, fmt.Errorf("continue store %s in place: %w", dir, err)
 	}
 	w.baseVouched, w.inPlace, w.framesVouched = true, true, opt.FramesVouched
+	if opt.FramesVouched {
+		w.names = opt.Names
+	}
 	b, err := w.copyFrom(ctx, dir)
 	if err == nil {
 		err = w.openForAppend(b.IndexBytes)

@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -112,6 +114,52 @@ func TestContinueInPlaceFramesVouched(t *testing.T) {
 			inPlaceChain(t, dir, chainIDs("a", 6))
 			c.damage(t, dir)
 			w, _, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock, FramesVouched: true})
+			if w != nil {
+				w.Close()
+			}
+			if refused := errors.Is(err, ErrNotResumable); refused != c.refused {
+				t.Fatalf("err %v, want refused %v", err, c.refused)
+			}
+		})
+	}
+}
+
+// TestContinueInPlaceNames: with FramesVouched, the vouched listing stands
+// for the directories (they are not listed again): the store's own
+// listing continues it; a listing that shows a rollback intent, a
+// checkpoint or a missing segment refuses it, though the directories hold
+// none of that.
+func TestContinueInPlaceNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s.v2")
+	inPlaceChain(t, dir, chainIDs("a", 6))
+	var listed []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(dir, path)
+		if rel == "." {
+			rel = ""
+		}
+		listed = append(listed, filepath.ToSlash(rel))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without := func(name string) []string {
+		return slices.DeleteFunc(slices.Clone(listed), func(n string) bool { return n == name })
+	}
+	for _, c := range []struct {
+		name    string
+		names   []string
+		refused bool
+	}{
+		{"its own listing", listed, false},
+		{"a rollback intent", append(slices.Clone(listed), "tmp/rollback.intent.json"), true},
+		{"a checkpoint", append(slices.Clone(listed), "checkpoints/0000000000000001.json"), true},
+		{"a segment missing", without("segments/0000000000000001.seg"), true},
+		{"no segments directory", without("segments"), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, _, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock, FramesVouched: true, Names: c.names})
 			if w != nil {
 				w.Close()
 			}

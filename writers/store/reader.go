@@ -81,12 +81,12 @@ func openRegular(ops durable.Ops, path string) (*os.File, int64, error) {
 // readSmall reads a whole regular file of at most limit bytes; a larger one
 // yields an error matching wire.ErrTooLarge.
 func readSmall(ops durable.Ops, path string, limit int64) ([]byte, error) {
-	f, _, err := openRegular(ops, path)
+	f, size, err := openRegular(ops, path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	b, err := durable.ReadLimited(f, size, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"pisess/writers/bufpool"
 	"pisess/writers/idgraph"
@@ -129,17 +131,23 @@ func (w *Writer) copyFrom(ctx context.Context, base string) (Base, error) {
 // checkBaseFiles refuses a base that holds what a migration never writes:
 // a checkpoint, a rollback intent, or segment files other than 1..count.
 func (w *Writer) checkBaseFiles(base string, count uint64) error {
-	if names, err := readDirNames(w.ops, CheckpointsPath(base)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	list := func(dir string) ([]string, error) {
+		if w.names != nil {
+			return namesIn(w.names, filepath.Base(dir))
+		}
+		return readDirNames(w.ops, dir)
+	}
+	if names, err := list(CheckpointsPath(base)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return notResumable("checkpoints: %v", err)
 	} else if len(names) > 0 {
 		return notResumable("base has checkpoints")
 	}
-	if names, err := readDirNames(w.ops, TmpPath(base)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if names, err := list(TmpPath(base)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return notResumable("tmp: %v", err)
 	} else if slices.Contains(names, "rollback.intent.json") {
 		return notResumable("base has a pending rollback intent")
 	}
-	names, err := readDirNames(w.ops, SegmentsPath(base))
+	names, err := list(SegmentsPath(base))
 	if err != nil {
 		return notResumable("segments: %v", err)
 	}
@@ -152,6 +160,22 @@ func (w *Writer) checkBaseFiles(base string, count uint64) error {
 		}
 	}
 	return nil
+}
+
+// namesIn returns the entries directly in the store's directory dir (one
+// component) among names, a vouched listing of the store (Options.Names);
+// a directory the listing does not hold does not exist.
+func namesIn(names []string, dir string) ([]string, error) {
+	if !slices.Contains(names, dir) {
+		return nil, fs.ErrNotExist
+	}
+	var in []string
+	for _, n := range names {
+		if rest, ok := strings.CutPrefix(n, dir+"/"); ok && !strings.Contains(rest, "/") {
+			in = append(in, rest)
+		}
+	}
+	return in, nil
 }
 
 // matchManifest compares base's manifest with the state its frames gave.

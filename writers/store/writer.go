@@ -55,6 +55,11 @@ type Options struct {
 	// file as they were then, under the store's locks). They are then not
 	// read: the rows are, the segments' sizes looked at.
 	FramesVouched bool
+	// Names, with FramesVouched, are the store's entries as that vouch
+	// listed them (relative, slash-separated; its directories' metadata
+	// unchanged since, so no entry came or went): the directories are not
+	// listed again.
+	Names []string
 }
 
 // bufferSize is the buffered writer size for segments and the index: large
@@ -115,6 +120,8 @@ type Writer struct {
 	inPlace bool
 	// framesVouched: in place, the base's frames are not read (FramesVouched).
 	framesVouched bool
+	// names: the base's entries as its vouch listed them (Options.Names).
+	names []string
 
 	checkpointSeq  uint64
 	checkpointHead uint64
