@@ -221,3 +221,39 @@ func TestFromProblemCoversEveryClass(t *testing.T) {
 		t.Errorf("a torn ledger changes no status class: %+v", f)
 	}
 }
+
+// TestSeeNames: the names a caller vouches for are each looked at and
+// checked as the walk checks them (a loose mode is found), and one that is
+// gone is a finding; the store's own listing, as the walk gives it, has
+// none.
+func TestSeeNames(t *testing.T) {
+	s := newSession(t, "accept/tricky")
+	migrate(t, s)
+	var walked []string
+	var out findings
+	fi, err := os.Lstat(s.sidecar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	walkStoreSeeing(&out, s.sidecar, s.sidecar, fi, me(), func(path string) {
+		rel, _ := filepath.Rel(s.sidecar, path)
+		if rel == "." {
+			rel = ""
+		}
+		walked = append(walked, filepath.ToSlash(rel))
+	})
+	if len(out.list) != 0 || len(walked) < 5 {
+		t.Fatalf("walk: %d names, findings %v", len(walked), codes(out.list))
+	}
+	seeNames(&out, s.sidecar, walked, me())
+	if len(out.list) != 0 {
+		t.Fatalf("the walk's own names: %v", codes(out.list))
+	}
+	if err := os.Chmod(store.ManifestPath(s.sidecar), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seeNames(&out, s.sidecar, append(walked, "segments/0000000000000009.seg"), me())
+	if !hasCode(out.list, CodeMode) || !hasCode(out.list, CodeUnreadable) {
+		t.Fatalf("a loose manifest and a missing segment: %v", codes(out.list))
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"syscall"
 
@@ -42,6 +44,13 @@ type AppendCheck struct {
 	// identity unmoved).
 	Fingerprint wire.SourceFingerprint
 	Unchanged   func() bool
+	// BaseNames, when set, are the store's entries before the append, as
+	// a vouch of the caller listed them (relative, slash-separated, "" the
+	// root), its directories' metadata unchanged since under the caller's
+	// locks (a store continued in place whose frames were vouched): the
+	// store is not walked, those names and the files an append creates
+	// (the index, segments) are looked at one by one.
+	BaseNames []string
 }
 
 // VerifiedAppend is Verified for a staging store that continues an
@@ -78,19 +87,24 @@ func VerifiedAppend(ctx context.Context, stagingDir, sessionPath string, check A
 	if link, ok, err := durable.OS.HasSymlinkAncestor(root); err != nil || ok {
 		a.out.add(Finding{Code: CodeSymlinkAncestor, Class: ClassCorrupt, Path: link, Detail: fmt.Sprintf("a symlink on the way to the store (%v)", err)})
 	}
-	var names []string
-	walkStoreSeeing(&a.out, root, root, fi, accept, func(path string) {
-		if rel, err := filepath.Rel(root, path); err == nil {
-			if rel == "." {
-				rel = ""
-			}
-			names = append(names, rel)
-		}
-	})
-	sort.Strings(names)
 	st, err := store.Open(root, store.ReadOptions{MaxSegmentBytes: opt.MaxSegmentBytes, OnceManifest: true})
 	if err != nil {
 		return Passed{}, Report{}, fmt.Errorf("verify: %w", err)
+	}
+	var names []string
+	if check.BaseNames != nil {
+		names = appendNames(check.BaseNames, len(check.Appended), st)
+		seeNames(&a.out, root, names, accept)
+	} else {
+		walkStoreSeeing(&a.out, root, root, fi, accept, func(path string) {
+			if rel, err := filepath.Rel(root, path); err == nil {
+				if rel == "." {
+					rel = ""
+				}
+				names = append(names, rel)
+			}
+		})
+		sort.Strings(names)
 	}
 	checkIdentity(&a.out, st, root, sessionPath, accept)
 	if err := a.rows(ctx, st, root); err != nil {
@@ -114,6 +128,36 @@ func VerifiedAppend(ctx context.Context, stagingDir, sessionPath string, check A
 		return Passed{}, rep, fmt.Errorf("%s: %w (%d findings)", stagingDir, ErrNotVerified, len(rep.Findings))
 	}
 	return Passed{staging: stagingDir, session: sessionPath, fingerprint: check.Fingerprint, report: rep.Verification, ok: true}, rep, nil
+}
+
+// appendNames are the entries of a store continued in place whose entries
+// before were base: those and what an append of n entries creates (the
+// index with the first entry, a segment file for each segment the
+// manifest counts, at most one more per entry), sorted.
+func appendNames(base []string, n int, st *store.Store) []string {
+	names := append(slices.Clone(base), "index", path.Join("index", store.IndexName))
+	if m, err := st.Manifest(); err == nil {
+		for seq := uint64(1); seq <= m.Files.SegmentCount && seq <= uint64(len(base)+n); seq++ {
+			names = append(names, path.Join("segments", wire.SegmentFileName(seq)))
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// seeNames is walkStoreSeeing for a store whose entries the caller knows
+// (AppendCheck.BaseNames): each is looked at and checked as the walk
+// checks it, no directory is listed; one that is gone is a finding.
+func seeNames(out *findings, root string, names []string, opt AcceptOptions) {
+	for _, n := range names {
+		p := filepath.Join(root, filepath.FromSlash(n))
+		fi, err := os.Lstat(p)
+		if err != nil {
+			out.add(Finding{Code: CodeUnreadable, Class: ClassCorrupt, Path: p, Detail: err.Error(), Repair: RepairRebuild})
+			continue
+		}
+		checkEntry(out, fi, p, opt)
+	}
 }
 
 // appendScan is one check of the appended part of a continued store.

@@ -535,8 +535,12 @@ func TestFreshCacheFramesVouched(t *testing.T) {
 	if s := migResult(t, rep, paths[2]); !s.Incremental || !strings.Contains(strings.Join(s.Notes, " "), "refreshed in place") {
 		t.Fatalf("second refresh: %+v", s)
 	}
-	if _, ok := loadFreshCache(root).framesVouched(busy); !ok {
+	// Continued with its vouched names (neither the base nor the result
+	// walked): the names vouched for are still the sidecar's listing.
+	if names, ok := loadFreshCache(root).framesVouched(busy); !ok {
 		t.Fatal("the sidecar continued again is not vouched for")
+	} else if listed, err := sidecarNames(busy.Sidecar); err != nil || !slices.Equal(names, listed) {
+		t.Fatalf("vouched names %q after a vouched refresh, the sidecar holds %q (%v)", names, listed, err)
 	}
 	fixtures.FlipByte(t, store.SegmentPath(busy.Sidecar, 1), 50)
 	if _, ok := loadFreshCache(root).framesVouched(busy); ok {

@@ -757,6 +757,17 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, n 
 			results[i].Outcome, results[i].Error = OutcomeFailed, &ErrorInfo{Class: "canceled", Message: "not started: the run was interrupted"}
 			continue
 		}
+		if decided(jobs[i].plan.action) {
+			// Nothing to read or write: its result is the plan's. Handing
+			// it to a worker cost two goroutine switches behind the
+			// session being read (issue 14: ~60 µs for each of the 1,800
+			// fresh sessions of a steady refresh).
+			results[i] = runSession(ctx, env, jobs[i].session, jobs[i].plan, correlationID)
+			if finished != nil {
+				finished(i, results[i])
+			}
+			continue
+		}
 		// Reading slots are taken here, in the order of jobs, not by
 		// the workers that race for them: a session that waits for its
 		// lock (pi is writing it) must not start before, and hold up,
@@ -767,6 +778,12 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, n 
 	close(next)
 	wg.Wait()
 	return results
+}
+
+// decided reports whether a session planned so is done with by its plan
+// (runSession neither reads nor writes it).
+func decided(a PlanAction) bool {
+	return a == PlanSkip || a == PlanNeedsRepair || a == PlanRefuse
 }
 
 func totals(list []SessionResult) MigrateTotals {

@@ -145,6 +145,7 @@ func planned(s discover.Session, p plan) SessionResult {
 
 // runSession carries out one session's plan.
 func runSession(ctx context.Context, env Env, s discover.Session, p plan, correlationID string) SessionResult {
+	// The actions answered here are runJobs' decided ones.
 	res := planned(s, p)
 	switch p.action {
 	case PlanSkip:

@@ -275,12 +275,12 @@ func matchesRecord(b store.Base, rec refreshRecord) string {
 // verification gives an invalid Passed (a full rebuild follows, which says
 // what is wrong if anything still is); a non-nil stop is the session's
 // result.
-func (x *session) verifyAppended(ctx context.Context, res *SessionResult, dir string, ar writers.AppendResult, src *jsonl.AppendSource, uid, gid int) (verify.Passed, wire.Verification, *SessionResult) {
+func (x *session) verifyAppended(ctx context.Context, res *SessionResult, dir string, ar writers.AppendResult, src *jsonl.AppendSource, uid, gid int, baseNames []string) (verify.Passed, wire.Verification, *SessionResult) {
 	env, s := x.env, x.s
 	none := wire.Verification{}
 	durable.Failpoint(fpBeforeVerify)
 	check := verify.AppendCheck{BaseManifest: ar.Base.Manifest, BaseLastRow: ar.Base.LastRow, BaseIndexBytes: ar.Base.IndexBytes,
-		HeaderID: src.Header().ID, Fingerprint: src.Fingerprint(), Unchanged: src.Unchanged}
+		HeaderID: src.Header().ID, Fingerprint: src.Fingerprint(), Unchanged: src.Unchanged, BaseNames: baseNames}
 	for _, e := range ar.Appended {
 		check.Appended = append(check.Appended, verify.AppendedEntry(e))
 	}
@@ -320,7 +320,7 @@ func (x *session) installAppended(ctx context.Context, res SessionResult, stagin
 			return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("give %s to uid %d: %w", staging, uid, err)), true
 		}
 	}
-	passed, v, stop := x.verifyAppended(ctx, &res, staging, ar, src, uid, gid)
+	passed, v, stop := x.verifyAppended(ctx, &res, staging, ar, src, uid, gid, nil)
 	if stop != nil {
 		return *stop, true
 	}

@@ -96,7 +96,7 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 	if err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("owner of %s: %w", s.Path, err)), inPlaceDone
 	}
-	passed, v, stop := x.verifyAppended(ctx, &res, x.sidecar, ar, src, uid, gid)
+	passed, v, stop := x.verifyAppended(ctx, &res, x.sidecar, ar, src, uid, gid, names)
 	switch {
 	case stop != nil:
 		return *stop, inPlaceDone
