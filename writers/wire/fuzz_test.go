@@ -214,5 +214,9 @@ func FuzzIndexRowScan(f *testing.F) {
 		if err == nil && bytes.Equal(AppendIndexRow(nil, full), b) && !ok {
 			t.Fatalf("the scan refuses a line in AppendIndexRow's form: %q", b)
 		}
+		// The id alone, of every row the scan accepts, is the scan's.
+		if id, idOK := IndexRowEntryID(b); ok && (!idOK || id != scanned.EntryID) {
+			t.Fatalf("IndexRowEntryID(%q) = %q, %v; the scan gives %q", b, id, idOK, scanned.EntryID)
+		}
 	})
 }
