@@ -32,6 +32,11 @@ type AcceptOptions struct {
 	OwnerUID, OwnerGID int
 	// MaxSegmentBytes is the segment limit (0: 64 MiB, what pi reads with).
 	MaxSegmentBytes int64
+	// AncestorsWalked says that the caller's walk of this run came to the
+	// store through real directories only (readers/discover: the tree's
+	// ancestors looked at, no symlinked directory entered): VerifiedAppend
+	// does not look at them again.
+	AncestorsWalked bool
 }
 
 // RollbackIntentPath returns <store>/tmp/rollback.intent.json.

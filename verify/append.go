@@ -13,6 +13,7 @@ import (
 	"sort"
 	"syscall"
 
+	"pisess/readers/discover"
 	"pisess/readers/payload"
 	"pisess/writers/durable"
 	"pisess/writers/store"
@@ -84,17 +85,20 @@ func VerifiedAppend(ctx context.Context, stagingDir, sessionPath string, check A
 	if err != nil {
 		return Passed{}, Report{}, fmt.Errorf("verify: %w", err)
 	}
-	if link, ok, err := durable.OS.HasSymlinkAncestor(root); err != nil || ok {
-		a.out.add(Finding{Code: CodeSymlinkAncestor, Class: ClassCorrupt, Path: link, Detail: fmt.Sprintf("a symlink on the way to the store (%v)", err)})
+	if !accept.AncestorsWalked { // else the caller's walk looked at them
+		if link, ok, err := durable.OS.HasSymlinkAncestor(root); err != nil || ok {
+			a.out.add(Finding{Code: CodeSymlinkAncestor, Class: ClassCorrupt, Path: link, Detail: fmt.Sprintf("a symlink on the way to the store (%v)", err)})
+		}
 	}
 	st, err := store.Open(root, store.ReadOptions{MaxSegmentBytes: opt.MaxSegmentBytes, OnceManifest: true})
 	if err != nil {
 		return Passed{}, Report{}, fmt.Errorf("verify: %w", err)
 	}
 	var names []string
+	var keys []discover.FileKey
 	if check.BaseNames != nil {
 		names = appendNames(check.BaseNames, len(check.Appended), st)
-		seeNames(&a.out, root, names, accept)
+		keys = seeNames(&a.out, root, names, accept)
 	} else {
 		walkStoreSeeing(&a.out, root, root, fi, accept, func(path string) {
 			if rel, err := filepath.Rel(root, path); err == nil {
@@ -117,7 +121,7 @@ func VerifiedAppend(ctx context.Context, stagingDir, sessionPath string, check A
 	}
 	rep := Report{Store: stagingDir, Session: sessionPath, Findings: a.out.list,
 		Entries: check.BaseManifest.Counters.EntriesTotal + uint64(len(a.seen)), Bytes: check.BaseManifest.Counters.BytesTotal + a.bytes,
-		ChainHash: a.chain, SourceChainHash: a.sourceChain(), Invariants: map[string]Invariant{}, Names: names}
+		ChainHash: a.chain, SourceChainHash: a.sourceChain(), Invariants: map[string]Invariant{}, Names: names, Keys: keys}
 	rep.SourceEntries = check.BaseManifest.Counters.EntriesTotal + uint64(len(check.Appended))
 	ok := len(rep.Findings) == 0
 	rep.Verification = wire.Verification{EntryCountMatch: ok, HashChainMatch: ok, IndexConsistent: ok}
@@ -147,17 +151,26 @@ func appendNames(base []string, n int, st *store.Store) []string {
 
 // seeNames is walkStoreSeeing for a store whose entries the caller knows
 // (AppendCheck.BaseNames): each is looked at and checked as the walk
-// checks it, no directory is listed; one that is gone is a finding.
-func seeNames(out *findings, root string, names []string, opt AcceptOptions) {
+// checks it, no directory is listed; one that is gone is a finding. It
+// returns each name's lstat metadata (nil after a finding).
+func seeNames(out *findings, root string, names []string, opt AcceptOptions) []discover.FileKey {
+	keys := make([]discover.FileKey, 0, len(names))
 	for _, n := range names {
 		p := filepath.Join(root, filepath.FromSlash(n))
 		fi, err := os.Lstat(p)
 		if err != nil {
 			out.add(Finding{Code: CodeUnreadable, Class: ClassCorrupt, Path: p, Detail: err.Error(), Repair: RepairRebuild})
+			keys = nil
 			continue
 		}
 		checkEntry(out, fi, p, opt)
+		if k, ok := discover.FileKeyOf(fi); ok && keys != nil {
+			keys = append(keys, k)
+		} else {
+			keys = nil
+		}
 	}
+	return keys
 }
 
 // appendScan is one check of the appended part of a continued store.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"pisess/readers"
+	"pisess/readers/discover"
 	"pisess/readers/payload"
 	"pisess/writers/idgraph"
 	"pisess/writers/store"
@@ -67,6 +68,9 @@ type Report struct {
 	// Names are the store's entries as the check walked them, relative to
 	// it ("" for the store itself), sorted (VerifiedAppend only).
 	Names []string
+	// Keys are the lstat metadata of each of Names as the check saw them,
+	// when it looked at names it was given (AppendCheck.BaseNames).
+	Keys []discover.FileKey
 }
 
 // Verified reports whether the three flags are true and every invariant

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -279,7 +280,7 @@ func (c *freshCache) addCandidate(s discover.Session, st verify.StatusReport) {
 // manifest's counters (the owner is the session file's, read here); names
 // are the sidecar's entries as its verification walked them, under the
 // same locks (read again when missing).
-func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v verify.Vouched, names []string) {
+func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v verify.Vouched, names []string, seen seenKeys) {
 	if c == nil || s.Rel == "" || fp.FileIdentity == nil {
 		return
 	}
@@ -289,8 +290,15 @@ func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v veri
 		if names, err = sidecarNames(sidecar); err != nil {
 			return
 		}
+		seen.keys = nil
 	}
-	d, _, ok := metaDigest(sidecar, names, time.Time{})
+	var d string
+	var ok bool
+	if len(seen.keys) == len(names) {
+		d, ok = knownDigest(sidecar, names, seen.keys, seen.changed)
+	} else {
+		d, _, ok = metaDigest(sidecar, names, time.Time{})
+	}
 	if !ok {
 		return
 	}
@@ -309,6 +317,14 @@ func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v veri
 	c.mu.Lock()
 	c.written = append(c.written, writtenEntry{rel: s.Rel, dev: uint64(st.Dev), e: e})
 	c.mu.Unlock()
+}
+
+// seenKeys is what a verification saw of a sidecar's entries (the
+// metadata of each name, verify.Report.Keys) and which of them were
+// written since: vouch reads only those again.
+type seenKeys struct {
+	keys    []discover.FileKey
+	changed []string
 }
 
 // ctimeProbe starts the name of fineCtime's probe file in .pisess/.
@@ -463,6 +479,26 @@ func metaDigest(sidecar string, names []string, now time.Time) (digest string, r
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), racy, true
+}
+
+// knownDigest is metaDigest from the metadata a verification just read of
+// each name (keys), those of changed (written since) read again.
+func knownDigest(sidecar string, names []string, keys []discover.FileKey, changed []string) (string, bool) {
+	h := sha256.New()
+	buf := make([]byte, 0, 8*11)
+	for i, n := range names {
+		k := keys[i]
+		if slices.Contains(changed, n) {
+			var ok bool
+			if k, ok = lstatKey(filepath.Join(sidecar, filepath.FromSlash(n))); !ok {
+				return "", false
+			}
+		}
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+		h.Write(k.AppendBinary(buf))
+	}
+	return hex.EncodeToString(h.Sum(nil)), true
 }
 
 // keyOfUnixStat is discover.KeyOfStat for x/sys/unix's stat buffer.

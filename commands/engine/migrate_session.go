@@ -221,8 +221,10 @@ type session struct {
 	// from (JSONL), for the refresh record.
 	prefix normalize.PrefixHash
 	// verifiedNames are the sidecar's entries its verification walked
-	// (an incremental refresh's), for the fresh cache.
+	// (an incremental refresh's), for the fresh cache, and verifiedKeys
+	// their metadata when it looked at each (verify.Report.Keys).
 	verifiedNames []string
+	verifiedKeys  []discover.FileKey
 }
 
 func (x *session) event(phase wire.Phase, v wire.Verification, outcome wire.Outcome, class wire.ErrorClass) wire.MigrationEvent {
@@ -480,7 +482,7 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 		// next run's status of the sidecar would see.
 		counters := st.Manifest.Counters
 		env.Fresh.vouch(s, fp, verify.Vouched{HeaderID: st.Manifest.SessionID,
-			Entries: counters.EntriesTotal, Bytes: counters.BytesTotal}, nil)
+			Entries: counters.EntriesTotal, Bytes: counters.BytesTotal}, nil, seenKeys{})
 	}
 	durable.Failpoint(fpAfterCutover)
 	x.remember(fp, st)

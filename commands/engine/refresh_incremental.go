@@ -285,7 +285,9 @@ func (x *session) verifyAppended(ctx context.Context, res *SessionResult, dir st
 		check.Appended = append(check.Appended, verify.AppendedEntry(e))
 	}
 	passed, vrep, err := verify.VerifiedAppend(ctx, dir, s.Path, check, verify.Options{
-		SourceFormat: s.Format, MaxSegmentBytes: env.MaxSegmentBytes, Accept: &verify.AcceptOptions{OwnerUID: uid, OwnerGID: gid}})
+		SourceFormat: s.Format, MaxSegmentBytes: env.MaxSegmentBytes, Accept: &verify.AcceptOptions{OwnerUID: uid, OwnerGID: gid,
+			// A session of a tree this run walked (discover).
+			AncestorsWalked: s.Rel != ""}})
 	if err != nil {
 		env.Log.Warn().Str("session", s.Path).Err(err).Str("findings", firstFindings(vrep.Findings, 3)).
 			Msg("incremental refresh not verified: full rebuild")
@@ -301,7 +303,7 @@ func (x *session) verifyAppended(ctx context.Context, res *SessionResult, dir st
 	}
 	durable.Failpoint(fpAfterVerify)
 	res.Incremental = true
-	x.prefix, x.verifiedNames = src.Prefix(), vrep.Names
+	x.prefix, x.verifiedNames, x.verifiedKeys = src.Prefix(), vrep.Names, vrep.Keys
 	return passed, v, nil
 }
 

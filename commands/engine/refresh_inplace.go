@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 
 	"pisess/ledger"
 	"pisess/readers/jsonl"
@@ -131,7 +132,9 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 	// run's status of the sidecar would see.
 	counters := ar.StageResult.Manifest.Counters
 	env.Fresh.vouch(s, passed.Fingerprint(), verify.Vouched{HeaderID: src.Header().ID,
-		Entries: counters.EntriesTotal, Bytes: counters.BytesTotal}, x.verifiedNames)
+		Entries: counters.EntriesTotal, Bytes: counters.BytesTotal}, x.verifiedNames,
+		// Written since the verification looked: the ledger and state.
+		seenKeys{keys: x.verifiedKeys, changed: []string{path.Join(store.MigrationsDir, store.LedgerName), store.SourceStateName}})
 	durable.Failpoint(fpAfterCutover)
 	x.remember(passed.Fingerprint(), ar.StageResult)
 	if err := x.progress(x.event(wire.PhaseCompleted, v, wire.OutcomeOK, "")); err != nil {
