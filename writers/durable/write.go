@@ -82,7 +82,13 @@ func (o Ops) publish(dir, tmpDir, name string, data []byte, perm os.FileMode, no
 // rename over a symlink would not write through it, but a store never holds
 // one, so its presence means something is wrong and must be looked at.
 func checkReplaceable(path string) error {
-	st, err := lstatAt(path)
+	// A plain lstat: the rename that follows opens the parents refusing
+	// symlinks, so a symlinked ancestor fails it anyway.
+	var st unix.Stat_t
+	err := unix.Lstat(path, &st)
+	if err != nil {
+		err = &os.PathError{Op: "lstat", Path: path, Err: err}
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil

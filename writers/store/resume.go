@@ -354,10 +354,17 @@ func (c *baseCopy) runVouched(ctx context.Context, r *bufio.Reader) error {
 	case row.EntrySeq != n:
 		return notResumable("index row %d: entrySeq %d", n, row.EntrySeq)
 	}
-	if err := c.nextSource(row.SegmentSeq); err != nil {
-		return err
+	// The last segment's size (lstat: it is not read).
+	fi, err := os.Lstat(SegmentPath(c.base, row.SegmentSeq))
+	switch {
+	case err != nil:
+		return notResumable("segment %d: %v", row.SegmentSeq, err)
+	case !fi.Mode().IsRegular():
+		return notResumable("segment %d is not a regular file", row.SegmentSeq)
+	case fi.Size() > w.max:
+		return notResumable("segment %d of %d bytes is over the limit", row.SegmentSeq, fi.Size())
 	}
-	c.closeSource()
+	c.srcSize, c.srcSeq = fi.Size(), row.SegmentSeq
 	c.last = row
 	w.segSeq, w.frameSeq = row.SegmentSeq, row.FrameSeq
 	w.segBytes = int64(row.End())
