@@ -30,10 +30,11 @@ type InPlaceOptions struct {
 	// MaxHeldBytes bounds the appended payloads held before the first is
 	// written; 0 means MaxInPlaceBytes.
 	MaxHeldBytes int
-	// FramesVouched is store.Options.FramesVouched: the store's frames are
-	// not read; Names is store.Options.Names.
-	FramesVouched bool
-	Names         []string
+	// Vouched, when set, says whether the caller vouches for the store's
+	// frames and names (store.Options.FramesVouched and Names). It is
+	// asked while the source's prefix is read (both are system calls on
+	// the path of every refresh: issue 14).
+	Vouched func() (names []string, frames bool)
 	// Prepare is called with the store as checked and the number of
 	// entries to append, once every one has been read and accepted, just before the first byte is
 	// written into it: the caller compares the store with what it vouches
@@ -62,8 +63,11 @@ type InPlaceOptions struct {
 // sidecar stays dirty for a rebuild.
 func AppendInPlace(ctx context.Context, dir string, open OpenAppended, opt InPlaceOptions) (res AppendResult, err error) {
 	w, b, src, err := continueBase(open, func() (*store.Writer, store.Base, error) {
-		return store.ContinueInPlace(ctx, dir, store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops,
-			BaseVouched: true, FramesVouched: opt.FramesVouched, Names: opt.Names})
+		so := store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops, BaseVouched: true}
+		if opt.Vouched != nil {
+			so.Names, so.FramesVouched = opt.Vouched()
+		}
+		return store.ContinueInPlace(ctx, dir, so)
 	})
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, err)

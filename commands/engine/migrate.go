@@ -461,7 +461,6 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		if err := j.Sync(); err != nil {
 			log.Warn().Err(err).Str("tree", root).Msg("journal not synced")
 		}
-
 	}
 	if !opt.DryRun {
 		for i, jb := range jobs {
@@ -758,10 +757,9 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, n 
 			continue
 		}
 		if decided(jobs[i].plan.action) {
-			// Nothing to read or write: its result is the plan's. Handing
-			// it to a worker cost two goroutine switches behind the
-			// session being read (issue 14: ~60 µs for each of the 1,800
-			// fresh sessions of a steady refresh).
+			// Nothing to read or write: its result is the plan's, without
+			// the two goroutine switches of a worker (issue 14: 1,800 of
+			// the 2,000 sessions of a steady refresh).
 			results[i] = runSession(ctx, env, jobs[i].session, jobs[i].plan, correlationID)
 			if finished != nil {
 				finished(i, results[i])

@@ -73,10 +73,14 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 	durable.Failpoint(fpBeforeStage)
 	sops := env.Ops
 	sops.DeferSync = true // sealed once below
-	names, framesVouched := env.Fresh.framesVouched(s)
+	var names []string    // the vouched names, for the verification
 	ar, err := writers.AppendInPlace(ctx, x.sidecar, x.openAppended(rec, sum, &src), writers.InPlaceOptions{
 		StageOptions: writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops}, Prepare: prepare,
-		FramesVouched: framesVouched, Names: names,
+		Vouched: func() ([]string, bool) {
+			var ok bool
+			names, ok = env.Fresh.framesVouched(s)
+			return names, ok
+		},
 		// Written: the staging slot is free. The manifest, verification
 		// (a read-back of what was just written), ledger, seal and commit
 		// overlap the next session's writing, as a full build's do (build).
