@@ -266,17 +266,12 @@ func (c *baseCopy) run(ctx context.Context) error {
 	r.Reset(f)
 	var frame []byte
 	for n := uint64(1); ; n++ {
-		if n%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		line, err := r.ReadSlice('\n')
-		if err == io.EOF && len(line) == 0 {
+		line, done, err := indexLine(ctx, r, n)
+		if done {
 			break
 		}
 		if err != nil {
-			return notResumable("index line %d: %v", n, err)
+			return err
 		}
 		c.sum.Write(line)
 		c.indexBytes += int64(len(line))
@@ -307,6 +302,24 @@ func (c *baseCopy) run(ctx context.Context) error {
 	return c.writeChunk()
 }
 
+// indexLine returns line n of the index r reads (done past its last), the
+// run's context looked at every 1,024 lines.
+func indexLine(ctx context.Context, r *bufio.Reader, n uint64) (line []byte, done bool, err error) {
+	if n%1024 == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+	}
+	line, err = r.ReadSlice('\n')
+	switch {
+	case err == io.EOF && len(line) == 0:
+		return nil, true, nil
+	case err != nil:
+		return nil, false, notResumable("index line %d: %v", n, err)
+	}
+	return line, false, nil
+}
+
 // runVouched is run for a store continued in place whose frames and index
 // the caller vouches for (Options.FramesVouched: unchanged since it wrote
 // and checked them): the rows are hashed and their ids taken for the id
@@ -318,17 +331,12 @@ func (c *baseCopy) runVouched(ctx context.Context, r *bufio.Reader) error {
 	var last []byte
 	var n uint64
 	for {
-		if n%1024 == 1023 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		line, err := r.ReadSlice('\n')
-		if err == io.EOF && len(line) == 0 {
+		line, done, err := indexLine(ctx, r, n+1)
+		if done {
 			break
 		}
 		if err != nil {
-			return notResumable("index line %d: %v", n+1, err)
+			return err
 		}
 		n++
 		c.sum.Write(line)
