@@ -65,7 +65,10 @@ type AppendCheck struct {
 // segments, chain, last CRC, invariants, session id, format), and the
 // acceptance rules that do not read frames (symlinks, modes, owner,
 // unindexed segments, segment coverage and size). The base's own frames
-// are not read again: their copy checked them. Only a report without
+// are not read again: their copy checked them. With check.BaseNames (a
+// store continued in place whose names the caller vouches for) the store
+// is not walked nor its segments listed: each name is looked at; with
+// opt.Accept.AncestorsWalked its ancestors are not. Only a report without
 // findings yields a valid Passed.
 func VerifiedAppend(ctx context.Context, stagingDir, sessionPath string, check AppendCheck, opt Options) (Passed, Report, error) {
 	if check.Unchanged == nil {
