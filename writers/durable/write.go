@@ -20,9 +20,10 @@ func TempName(name string) string { return name + ".tmp" }
 // WriteFileAtomic replaces dir/name with data in the durable order of
 // STYLE.md §5: it writes tmpDir/TempName(name) (O_EXCL|O_NOFOLLOW, 0600,
 // then fchmod to perm whatever the umask), fsyncs and closes it, renames it
-// over dir/name and fsyncs dir, then tmpDir when it differs (the rename
-// changed both). tmpDir must be on the same filesystem as dir: the store's
-// tmp/.
+// over dir/name (by an exchange where the filesystem has one: see
+// replaceByExchange) and fsyncs dir, then tmpDir when it differs (the
+// rename changed both). tmpDir must be on the same filesystem as dir: the
+// store's tmp/.
 //
 // A leftover temp of the same name is removed first when it is a regular
 // file (a crash of an earlier write left it; nothing else uses that name);
