@@ -220,3 +220,20 @@ func FuzzIndexRowScan(f *testing.F) {
 		}
 	})
 }
+
+// AppendMigrationEvent writes exactly what the general encoder writes of
+// the event's value, whatever its strings hold (escapes, non-ASCII,
+// invalid UTF-8).
+func FuzzMigrationEventEncoding(f *testing.F) {
+	f.Add("0b6ee6a0-3f37-4d6c-9a52-6e1c9f8e2b11", "2026-01-01T00:00:00.000Z", "a/b.jsonl", "a/b.v2", "run:1", "io_failure", true, false)
+	f.Add("x", "t", "dir \"quoted\"\\\n\u2028é", "\xff\xfe", "", "", false, true)
+	f.Fuzz(func(t *testing.T, id, at, src, dst, cid, class string, a, b bool) {
+		e := MigrationEvent{MigrationID: id, Phase: PhaseCompleted, At: at, SourcePath: src, TargetPath: dst,
+			SourceFormat: FormatJSONLv3, TargetFormat: FormatNativeV2, Verification: Verification{a, b, a != b},
+			Outcome: OutcomeOK, ErrorClass: ErrorClass(class), CorrelationID: cid}
+		want := append(AppendCompact(nil, e.value()), '\n')
+		if got := AppendMigrationEvent(nil, e); !bytes.Equal(got, want) {
+			t.Fatalf("AppendMigrationEvent:\n%q\nthe general encoder:\n%q", got, want)
+		}
+	})
+}
