@@ -147,6 +147,12 @@ func journalEndOf(path string) (journalEnd, bool) {
 	return journalEnd{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size(), ctime: st.Ctim}, true
 }
 
+// follows reports whether e is the journal at now with line appended and
+// nothing else.
+func (e journalEnd) follows(now journalEnd, line []byte) bool {
+	return e.dev == now.dev && e.ino == now.ino && e.size == now.size+int64(len(line))
+}
+
 // endOfStat is journalEnd from a stat of the open journal.
 func endOfStat(st unix.Stat_t) journalEnd {
 	return journalEnd{dev: st.Dev, ino: st.Ino, size: st.Size, ctime: syscall.Timespec{Sec: st.Ctim.Sec, Nsec: st.Ctim.Nsec}}
@@ -331,8 +337,7 @@ func (j *Journal) append(sync bool, recs ...Record) error {
 		}
 		return nil // the next append looks at the new file
 	}
-	if after, ok := journalEndOf(j.path); ok && found && after.dev == now.dev && after.ino == now.ino &&
-		after.size == now.size+int64(len(line)) {
+	if after, ok := journalEndOf(j.path); ok && found && after.follows(now, line) {
 		j.end = after // nothing but this line was written since the look
 		if app, st, err := j.ops.OpenAppender(j.path); err == nil {
 			if endOfStat(st) == after {
@@ -360,7 +365,7 @@ func (j *Journal) appendHeld(sync bool, line []byte, now journalEnd) error {
 		j.closeHeld()
 		return fmt.Errorf("journal append: %w", err)
 	}
-	if after := endOfStat(st); after.dev == now.dev && after.ino == now.ino && after.size == now.size+int64(len(line)) {
+	if after := endOfStat(st); after.follows(now, line) {
 		j.end = after
 	} else {
 		j.closeHeld() // another wrote too: the next append looks again

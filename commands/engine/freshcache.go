@@ -458,41 +458,46 @@ func metaDigest(sidecar string, names []string, now time.Time) (digest string, r
 		return "", false, false
 	}
 	defer unix.Close(dir)
-	h := sha256.New()
-	buf := make([]byte, 0, 8*11)
-	for _, n := range names {
-		h.Write([]byte(n))
-		h.Write([]byte{0})
+	d, ok := digestNames(names, func(_ int, n string) (discover.FileKey, bool) {
 		var st unix.Stat_t
+		var err error
 		if n == "" {
 			err = unix.Fstat(dir, &st)
 		} else {
 			err = unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW)
 		}
 		if err != nil {
-			return "", false, false
+			return discover.FileKey{}, false
 		}
 		k := keyOfUnixStat(&st)
-		h.Write(k.AppendBinary(buf))
 		if !now.IsZero() && racyKey(k, now) {
 			racy = true
 		}
-	}
-	return hex.EncodeToString(h.Sum(nil)), racy, true
+		return k, true
+	})
+	return d, racy, ok
 }
 
 // knownDigest is metaDigest from the metadata a verification just read of
 // each name (keys), those of changed (written since) read again.
 func knownDigest(sidecar string, names []string, keys []discover.FileKey, changed []string) (string, bool) {
+	return digestNames(names, func(i int, n string) (discover.FileKey, bool) {
+		if slices.Contains(changed, n) {
+			return lstatKey(filepath.Join(sidecar, filepath.FromSlash(n)))
+		}
+		return keys[i], true
+	})
+}
+
+// digestNames hashes each name with its metadata (key, which may fail:
+// no digest then), the one digest of metaDigest and knownDigest.
+func digestNames(names []string, key func(i int, name string) (discover.FileKey, bool)) (string, bool) {
 	h := sha256.New()
 	buf := make([]byte, 0, 8*11)
 	for i, n := range names {
-		k := keys[i]
-		if slices.Contains(changed, n) {
-			var ok bool
-			if k, ok = lstatKey(filepath.Join(sidecar, filepath.FromSlash(n))); !ok {
-				return "", false
-			}
+		k, ok := key(i, n)
+		if !ok {
+			return "", false
 		}
 		h.Write([]byte(n))
 		h.Write([]byte{0})

@@ -756,11 +756,11 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, n 
 			results[i].Outcome, results[i].Error = OutcomeFailed, &ErrorInfo{Class: "canceled", Message: "not started: the run was interrupted"}
 			continue
 		}
-		if decided(jobs[i].plan.action) {
+		if res, ok := decided(jobs[i].session, jobs[i].plan); ok {
 			// Nothing to read or write: its result is the plan's, without
 			// the two goroutine switches of a worker (issue 14: 1,800 of
 			// the 2,000 sessions of a steady refresh).
-			results[i] = runSession(ctx, env, jobs[i].session, jobs[i].plan, correlationID)
+			results[i] = res
 			if finished != nil {
 				finished(i, results[i])
 			}
@@ -776,12 +776,6 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, n 
 	close(next)
 	wg.Wait()
 	return results
-}
-
-// decided reports whether a session planned so is done with by its plan
-// (runSession neither reads nor writes it).
-func decided(a PlanAction) bool {
-	return a == PlanSkip || a == PlanNeedsRepair || a == PlanRefuse
 }
 
 func totals(list []SessionResult) MigrateTotals {

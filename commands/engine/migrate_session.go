@@ -145,15 +145,21 @@ func planned(s discover.Session, p plan) SessionResult {
 
 // runSession carries out one session's plan.
 func runSession(ctx context.Context, env Env, s discover.Session, p plan, correlationID string) SessionResult {
-	// The actions answered here are runJobs' decided ones.
+	if res, ok := decided(s, p); ok {
+		return res
+	}
+	return build(ctx, env, s, planned(s, p), correlationID)
+}
+
+// decided returns the result of a session whose plan is its result (skip,
+// needs repair, refuse): nothing of it is read or written.
+func decided(s discover.Session, p plan) (SessionResult, bool) {
 	res := planned(s, p)
 	switch p.action {
 	case PlanSkip:
 		res.Outcome = OutcomeSkipped
-		return res
 	case PlanNeedsRepair:
 		res.Outcome = OutcomeLeft
-		return res
 	case PlanRefuse:
 		res.Outcome = OutcomeRefused
 		r := s.Refusal
@@ -161,9 +167,10 @@ func runSession(ctx context.Context, env Env, s discover.Session, p plan, correl
 			r = p.refusal
 		}
 		res.Error = refusedInfo(r, p.reason)
-		return res
+	default:
+		return SessionResult{}, false
 	}
-	return build(ctx, env, s, res, correlationID)
+	return res, true
 }
 
 // RebuildSidecar builds the sidecar of s from its source and installs it

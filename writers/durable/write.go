@@ -299,10 +299,7 @@ func (o Ops) appendLines(path string, lines []byte) error {
 	if err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}
-	if n, err := o.writeAll(f, lines); err != nil {
-		if n > 0 {
-			_ = unix.Ftruncate(int(f.Fd()), st.Size)
-		}
+	if err := o.appendWhole(f, lines, st.Size); err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}
 	Failpoint(fpBeforeSync)
@@ -441,13 +438,23 @@ func (a *Appender) Append(lines []byte, size int64) (unix.Stat_t, error) {
 	if len(lines) == 0 || lines[len(lines)-1] != '\n' {
 		return unix.Stat_t{}, fmt.Errorf("append %s: not newline-terminated lines", a.f.Name())
 	}
-	if n, err := a.o.writeAll(a.f, lines); err != nil {
-		if n > 0 {
-			_ = unix.Ftruncate(int(a.f.Fd()), size)
-		}
+	if err := a.o.appendWhole(a.f, lines, size); err != nil {
 		return unix.Stat_t{}, fmt.Errorf("append %s: %w", a.f.Name(), err)
 	}
 	return fstat(a.f)
+}
+
+// appendWhole writes lines to f, opened for appending, whose length before
+// was size: a write that fails part way is cut back to it, so that no torn
+// line is left (appendLines, Appender.Append).
+func (o Ops) appendWhole(f *os.File, lines []byte, size int64) error {
+	if n, err := o.writeAll(f, lines); err != nil {
+		if n > 0 {
+			_ = unix.Ftruncate(int(f.Fd()), size)
+		}
+		return err
+	}
+	return nil
 }
 
 // Sync fsyncs the file (nothing with DeferSync).

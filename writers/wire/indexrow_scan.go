@@ -26,14 +26,8 @@ const (
 // it back unchanged" (fuzzed), without the re-encoding.
 func ScanCanonicalIndexRow(line []byte) (r IndexRow, ok bool) {
 	s := rowScanner{b: line}
-	if !s.lit(rowKeyEntrySeq) {
-		return r, false
-	}
-	r.EntrySeq = s.uint()
-	if !s.lit(rowKeyEntryID) {
-		return r, false
-	}
-	id := s.until('"')
+	var id []byte
+	r.EntrySeq, id = s.head()
 	if !s.lit(rowKeySegmentSeq) {
 		return r, false
 	}
@@ -68,6 +62,19 @@ func ScanCanonicalIndexRow(line []byte) (r IndexRow, ok bool) {
 type rowScanner struct {
 	b   []byte
 	bad bool
+}
+
+// head reads a row's beginning, up to its entryId's closing quote: the
+// entrySeq and the id's bytes (unchecked).
+func (s *rowScanner) head() (entrySeq uint64, id []byte) {
+	if !s.lit(rowKeyEntrySeq) {
+		return 0, nil
+	}
+	entrySeq = s.uint()
+	if !s.lit(rowKeyEntryID) {
+		return 0, nil
+	}
+	return entrySeq, s.until('"')
 }
 
 func (s *rowScanner) lit(p string) bool {
@@ -122,14 +129,7 @@ func (s *rowScanner) until(c byte) []byte {
 // last row alone is scanned whole. ok is false for any other line.
 func IndexRowEntryID(line []byte) (string, bool) {
 	s := rowScanner{b: line}
-	if !s.lit(rowKeyEntrySeq) {
-		return "", false
-	}
-	s.uint()
-	if !s.lit(rowKeyEntryID) {
-		return "", false
-	}
-	id := s.until('"')
+	_, id := s.head()
 	if s.bad || !validEntryID(id) {
 		return "", false
 	}
