@@ -206,6 +206,16 @@ func (e Env) opened() {
 	}
 }
 
+// fullPass tells runJobs the session's source is about to have a full
+// first pass: a session that was given a small refresh's reading place
+// (lightRefresh) and must be rebuilt from its whole source trades it for
+// a full one first.
+func (e Env) fullPass() {
+	if e.slot != nil {
+		e.slot.full()
+	}
+}
+
 // yield tells runJobs the session's store is written: it frees its slot,
 // and the session's verification and install (mostly waits on the disk)
 // overlap the next session's staging.
@@ -220,10 +230,15 @@ func (e Env) yield() {
 // fingerprint), n are staged, and the rest are verified and installed:
 // the three overlap, so that even --jobs 1 keeps both cores of a small
 // machine busy (issue 14). A session holds its reading slot until it has
-// a staging slot, so at most n first passes are held in memory.
+// a staging slot, so at most n first passes are held in memory. n more
+// reading places are for small refreshes in place (lightRefresh), whose
+// reading holds a few megabytes at most: the steady refresh of cron is
+// mostly their reading (the record's prefix read and hashed, the rows).
 type buildSlot struct {
-	reading, staging chan struct{}
-	holds            chan struct{} // the slot held: reading, staging or nil
+	// reading is the reading place taken for the session: full's, or
+	// light's.
+	reading, fullReading, staging chan struct{}
+	holds                         chan struct{} // the slot held: reading, staging or nil
 }
 
 // testHookOpened, when set by a test, is called with the session's path
@@ -237,6 +252,16 @@ func (b *buildSlot) staged() {
 	b.staging <- struct{}{}
 	<-b.reading
 	b.holds = b.staging
+}
+
+// full trades a light reading place still held for a full one.
+func (b *buildSlot) full() {
+	if b.holds != b.reading || b.reading == b.fullReading {
+		return
+	}
+	b.fullReading <- struct{}{}
+	<-b.reading
+	b.reading, b.holds = b.fullReading, b.fullReading
 }
 
 func (b *buildSlot) release() {
@@ -724,8 +749,12 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, n 
 		n = defaultJobs()
 	}
 	results := make([]SessionResult, len(jobs))
-	next := make(chan int)
-	reading, staging := make(chan struct{}, n), make(chan struct{}, n)
+	type started struct {
+		i       int
+		reading chan struct{} // the reading place taken for it
+	}
+	next := make(chan started)
+	reading, light, staging := make(chan struct{}, n), make(chan struct{}, n), make(chan struct{}, n)
 	var wg sync.WaitGroup
 	// Besides a reader, a stager and a third worker per job, sealWorkers
 	// more let sessions wait for a shared seal (SyncGroup.Linger) while
@@ -734,9 +763,10 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, n 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
+			for st := range next {
 				// The reading slot was taken for i by the loop below.
-				slot := &buildSlot{reading: reading, staging: staging, holds: reading}
+				i := st.i
+				slot := &buildSlot{reading: st.reading, fullReading: reading, staging: staging, holds: st.reading}
 				e := env
 				e.Journal, e.Refresh, e.Fresh, e.slot = jobs[i].journal, jobs[i].refresh, jobs[i].fresh, slot
 				results[i] = runSession(ctx, e, jobs[i].session, jobs[i].plan, correlationID)
@@ -770,12 +800,52 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, n 
 		// the workers that race for them: a session that waits for its
 		// lock (pi is writing it) must not start before, and hold up,
 		// the sessions planned ahead of it.
-		reading <- struct{}{}
-		next <- i
+		place := reading
+		if lightRefresh(env, jobs[i]) {
+			// Its own kind of place first, a full one if that is free.
+			select {
+			case light <- struct{}{}:
+				place = light
+			default:
+				select {
+				case light <- struct{}{}:
+					place = light
+				case reading <- struct{}{}:
+				}
+			}
+		} else {
+			reading <- struct{}{}
+		}
+		next <- started{i, place}
 	}
 	close(next)
 	wg.Wait()
 	return results
+}
+
+// A refresh in place reads little besides its source's recorded prefix
+// (hashed as it is read) and its store's index rows: what it holds is its
+// base's ids (~25 bytes an entry, idgraph) and the appended entries. One
+// of at most lightEntries entries that gained at most lightAppended bytes
+// may take a light reading place (buildSlot): each holds under 8 MB.
+const (
+	lightEntries  = 1 << 17
+	lightAppended = 4 << 20
+)
+
+// lightRefresh reports whether jb's reading is expected to be a small
+// refresh in place: a refresh of a JSONL session whose record (taken at
+// planning) allows the in-place continuation, of a small base, by a few
+// appended bytes. A guess from the plan: a session that turns out to need
+// a full rebuild trades its light place for a full one (Env.fullPass).
+func lightRefresh(env Env, jb job) bool {
+	s := jb.session
+	if !env.InPlace || env.DryRun || env.Force || jb.plan.action != PlanRefresh || s.Format != readers.FormatJSONLv3 ||
+		!jb.hasPrior || jb.prior.ManifestSHA256 == "" {
+		return false
+	}
+	grown := s.Size - jb.prior.SourceBytes
+	return jb.prior.Entries <= lightEntries && grown > 0 && grown <= lightAppended
 }
 
 func totals(list []SessionResult) MigrateTotals {

@@ -324,6 +324,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	if r, ok := x.refreshAppended(ctx, res); ok {
 		return r
 	}
+	env.fullPass()
 	// A JSONL source fingerprints itself while it is read (issue 14: one
 	// read of the source); the other formats are hashed first.
 	var fp *wire.SourceFingerprint

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"pisess/fixtures"
 	"pisess/readers/discover"
 	"pisess/writers/durable"
 )
@@ -149,5 +150,95 @@ func TestRunJobsStartsInOrder(t *testing.T) {
 	migRun(t, opt)
 	if !slices.Equal(got, want) {
 		t.Fatalf("first passes in the order\n%v\nwant\n%v", got, want)
+	}
+}
+
+// TestRunJobsLightRefreshesOverlap: with --jobs 1, two small refreshes in
+// place read at once (the first's index rows are read while the second's
+// are): each holds a few megabytes, and cron's steady refresh is mostly
+// their reading (issue 14). Without the light places the second waits for
+// the first's staging place.
+func TestRunJobsLightRefreshesOverlap(t *testing.T) {
+	tree := t.TempDir()
+	first, _ := migSession(t, tree, "a-first", 5)
+	second, _ := migSession(t, tree, "b-second", 5)
+	migRun(t, migOptions(tree))
+	for _, p := range []string{first, second} {
+		incAppend(t, p, 1, "lt")
+		fixtures.MarkDirty(t, discover.SidecarPath(p))
+	}
+	index := func(session string) string {
+		return filepath.Join(discover.SidecarPath(session), "index", "offsets.jsonl")
+	}
+	var secondReading, overlapped atomic.Bool
+	var once sync.Once
+	opt := migOptions(tree)
+	opt.Jobs = 1
+	opt.Ops = durable.OS
+	opt.Ops.OpenFile = func(path string, flag int, perm os.FileMode) (*os.File, error) {
+		if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+			switch path {
+			case index(second):
+				secondReading.Store(true)
+			case index(first):
+				once.Do(func() {
+					for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+						if secondReading.Load() {
+							overlapped.Store(true)
+							return
+						}
+					}
+				})
+			}
+		}
+		return durable.OS.OpenFile(path, flag, perm)
+	}
+	rep := migRun(t, opt)
+	incRefreshedBy(t, rep, []string{first, second}, incInPlace)
+	for _, p := range []string{first, second} {
+		incSameAsFull(t, p, 0)
+	}
+	if !overlapped.Load() {
+		t.Fatal("while the first refresh in place read its index, the second did not start reading")
+	}
+}
+
+// TestBuildSlotFullTradesLight: a session given a light reading place
+// that needs a full first pass waits for a full place (at most n full
+// first passes at once), then gives the light one back.
+func TestBuildSlotFullTradesLight(t *testing.T) {
+	reading, light, staging := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1)
+	reading <- struct{}{}
+	a := &buildSlot{reading: reading, fullReading: reading, staging: staging, holds: reading}
+	light <- struct{}{}
+	b := &buildSlot{reading: light, fullReading: reading, staging: staging, holds: light}
+	traded := make(chan struct{})
+	go func() {
+		b.full()
+		close(traded)
+	}()
+	select {
+	case <-traded:
+		t.Fatal("a light place was traded for a full one while the only full place was held")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if len(light) != 1 {
+		t.Fatal("the light place was given back before a full one was had")
+	}
+	a.staged() // a's first pass is done: the full place is free
+	select {
+	case <-traded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the full place freed was not taken")
+	}
+	if len(light) != 0 || b.holds != reading || b.reading != reading {
+		t.Fatalf("after the trade: light places held %d, holds the full place %v", len(light), b.holds == reading)
+	}
+	b.full() // a second call changes nothing
+	a.release()
+	b.staged()
+	b.release()
+	if len(reading) != 0 || len(staging) != 0 {
+		t.Fatalf("places left held: reading %d, staging %d", len(reading), len(staging))
 	}
 }
