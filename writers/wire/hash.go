@@ -62,7 +62,8 @@ func ChainStep(prev, payloadSHA string) string {
 // integrity.manifestHash set to "" (§5); m's own ManifestHash is ignored.
 func ManifestHash(m Manifest) string {
 	m.Integrity.ManifestHash = ""
-	sum := sha256.Sum256(AppendCompact(nil, m.value()))
+	var buf [1024]byte // a manifest is under 1 KB: no allocation
+	sum := sha256.Sum256(AppendManifestCompact(buf[:0], m))
 	return hex.EncodeToString(sum[:])
 }
 
