@@ -113,6 +113,12 @@ func header(out *findings, rep *StatusReport) string {
 		out.add(f)
 		return ""
 	}
+	return noteHeader(out, rep, h)
+}
+
+// noteHeader puts the session's header h into rep, with a finding when
+// pi does not read the sidecar of its version, and returns its id.
+func noteHeader(out *findings, rep *StatusReport, h readers.Header) string {
 	rep.Version, rep.HeaderID = h.Version, h.ID
 	if h.Format == readers.FormatJSONLv3 && h.Version != 3 {
 		out.add(Finding{Code: SourceCode(string(readers.ClassUnsupportedVer)), Class: ClassCorrupt, Path: rep.Session, Line: 1,

@@ -1,6 +1,9 @@
 package verify
 
-import "pisess/writers/durable"
+import (
+	"pisess/readers"
+	"pisess/writers/durable"
+)
 
 // Vouched is what a caller knows of a sidecar that a StatusFast found
 // nothing wrong with, and whose every file and directory is unchanged
@@ -12,6 +15,12 @@ type Vouched struct {
 	HeaderID           string
 	OwnerUID, OwnerGID uint32
 	Entries, Bytes     uint64
+	// ReadID and ReadVersion, when ReadID is set, are the JSONL session's
+	// header as the caller read it moments before (discover's walk sniffs
+	// each session file that changed since the fresh cache saw it):
+	// StatusVouched does not read it a second time.
+	ReadID      string
+	ReadVersion int
 }
 
 // StatusVouched is StatusFast for a session whose sidecar is vouched for
@@ -28,7 +37,13 @@ func StatusVouched(sessionPath string, v Vouched) (rep StatusReport, ok bool) {
 		return StatusReport{}, false
 	}
 	out := findings{session: rep.Session}
-	if id := header(&out, &rep); id == "" || id != v.HeaderID || len(out.list) > 0 {
+	var id string
+	if v.ReadID != "" {
+		id = noteHeader(&out, &rep, readers.Header{Format: readers.FormatJSONLv3, ID: v.ReadID, Version: v.ReadVersion})
+	} else {
+		id = header(&out, &rep)
+	}
+	if id == "" || id != v.HeaderID || len(out.list) > 0 {
 		return StatusReport{}, false
 	}
 	if uid, gid, err := durable.OS.Owner(rep.Session); err != nil || uint32(uid) != v.OwnerUID || uint32(gid) != v.OwnerGID {

@@ -246,7 +246,7 @@ func (c *freshCache) status(s discover.Session) (verify.StatusReport, error) {
 		// pi wrote the session (or changed its metadata): the sidecar
 		// is what the entry saw, only the session is judged again.
 		st, ok := statusVouched(s.Path, verify.Vouched{HeaderID: e.SessionID, OwnerUID: e.UID, OwnerGID: e.GID,
-			Entries: e.Entries, Bytes: e.Bytes})
+			Entries: e.Entries, Bytes: e.Bytes, ReadID: s.HeaderID, ReadVersion: s.Version})
 		if ok {
 			if st.Class == verify.ClassMigrated && len(st.Findings) == 0 {
 				c.addCandidate(s, st)

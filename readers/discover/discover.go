@@ -75,8 +75,12 @@ type Session struct {
 	// every JSONL session (Version tells which header version it has),
 	// sqlite_v1 for SQLite.
 	Format  readers.SourceFormat
-	Version int   // the header's version; 0 when unknown or absent
-	Size    int64 // the file's size (of the link itself for a symlink)
+	Version int // the header's version; 0 when unknown or absent
+	// HeaderID is the header's session id when the walk read the header
+	// (a file the caller's Headers did not know as it is now) and it read
+	// without error; "" otherwise.
+	HeaderID string
+	Size     int64 // the file's size (of the link itself for a symlink)
 	// Key is the file's lstat metadata when it was listed (zero when the
 	// system gave none).
 	Key FileKey
@@ -393,9 +397,9 @@ const sniffers = 2
 // goroutines, in the order they were listed.
 func (w *walker) addPending() {
 	type header struct {
-		ok      bool
-		version int
-		reason  string
+		ok         bool
+		version    int
+		id, reason string
 	}
 	todo := make([]int, 0, len(w.pending))
 	queued := make(map[string]bool, len(w.pending))
@@ -422,7 +426,7 @@ func (w *walker) addPending() {
 			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
 				p := w.pending[todo[k]]
 				h := &headers[todo[k]]
-				h.ok, h.version, h.reason = w.sniff(p.t, p.c, p.st)
+				h.ok, h.version, h.id, h.reason = w.sniff(p.t, p.c, p.st)
 			}
 		}()
 	}
@@ -434,7 +438,7 @@ func (w *walker) addPending() {
 			continue
 		}
 		delete(queued, p.c.path)
-		w.addCandidate(p.t, p.l, p.st, p.c, p.ancestor, h.ok, h.version, h.reason)
+		w.addCandidate(p.t, p.l, p.st, p.c, p.ancestor, h.ok, h.version, h.id, h.reason)
 	}
 	w.pending = nil
 }
@@ -456,11 +460,11 @@ func (w *walker) headersFor(t *Tree) Headers {
 // sniff is the package's sniff, unless the tree's header cache knows the
 // file as it is now. Safe on several goroutines once every tree's cache
 // was asked for (headersFor, from tree).
-func (w *walker) sniff(t *Tree, c candidate, st string) (ok bool, version int, reason string) {
+func (w *walker) sniff(t *Tree, c candidate, st string) (ok bool, version int, id, reason string) {
 	if h := w.headers[t.Root]; h != nil && t.SymlinkAncestor == "" && c.key != (FileKey{}) {
 		if rel, err := filepath.Rel(t.Root, c.path); err == nil {
 			if v, ok := h.Header(rel, c.key); ok {
-				return true, v, ""
+				return true, v, "", ""
 			}
 		}
 	}
@@ -572,7 +576,7 @@ func (w *walker) addFile(t *Tree, path string) error {
 
 // addCandidate adds one session file of listing l to tree t; ancestor is
 // the symlinked directory above it, "" when there is none.
-func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate, ancestor string, sniffed bool, version int, reason string) {
+func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate, ancestor string, sniffed bool, version int, id, reason string) {
 	if w.seen[c.path] {
 		return
 	}
@@ -600,7 +604,7 @@ func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate, ances
 			t.Skipped = append(t.Skipped, Skipped{Path: c.path, Kind: SkipNotSession, Reason: reason})
 			return
 		}
-		s.Version = version
+		s.Version, s.HeaderID = version, id
 		switch {
 		case ancestor != "":
 			s.Refusal = &readers.RefusedError{Path: c.path, Class: ClassSymlinkAncestor,
@@ -629,7 +633,7 @@ func jsonlTwin(l *listing, st string) (string, bool) {
 		if c.symlink {
 			return c.path, true
 		}
-		if ok, _, _ := sniff(c.path, readers.FormatJSONLv3); ok {
+		if ok, _, _, _ := sniff(c.path, readers.FormatJSONLv3); ok {
 			return c.path, true
 		}
 	}

@@ -576,6 +576,14 @@ func TestWalkHeaderCache(t *testing.T) {
 			t.Errorf("%s: version %d (listed %v), want %d", rel, s.Version, ok, want)
 		}
 	}
+	// The header the walk read gives its id; one taken from the cache
+	// does not (nothing was read).
+	if id := got["--p--/b.jsonl"].HeaderID; id == "" || !strings.Contains(header, `"id":"`+id+`"`) {
+		t.Errorf("the sniffed session's header id %q", id)
+	}
+	if id := got["--p--/a.jsonl"].HeaderID; id != "" {
+		t.Errorf("the cached session's header id %q, want none", id)
+	}
 	if s := got["--p--/c.jsonl"]; s.Refusal == nil || s.Refusal.Class != readers.ClassSymlink {
 		t.Errorf("the symlinked session: %+v", s.Refusal)
 	}

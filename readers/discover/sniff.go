@@ -17,30 +17,31 @@ import (
 // for a session, even one the reader will refuse (a bad header field, an
 // unknown version, an unreadable file); !ok with the reason for a file
 // that is not a session at all: empty, a first line that is not a JSON
-// object of type "session", or the other format's magic.
-func sniff(path string, want readers.SourceFormat) (ok bool, version int, reason string) {
-	format, version, err := jsonl.Sniff(path)
+// object of type "session", or the other format's magic. id is the
+// header's session id when it was read without error.
+func sniff(path string, want readers.SourceFormat) (ok bool, version int, id, reason string) {
+	format, version, id, err := jsonl.SniffHeader(path)
 	if err == nil {
 		if format != want {
-			return false, 0, fmt.Sprintf("its content is %s, not %s", format, want)
+			return false, 0, "", fmt.Sprintf("its content is %s, not %s", format, want)
 		}
-		return true, version, ""
+		return true, version, id, ""
 	}
 	r := readers.AsRefused(err)
 	switch {
 	case r == nil:
-		return true, version, "" // not sniffable now; the reader will say why
+		return true, version, "", "" // not sniffable now; the reader will say why
 	case r.Class == readers.ClassEmptyFile:
-		return false, 0, "empty file: no session header"
+		return false, 0, "", "empty file: no session header"
 	case want == readers.FormatSQLitev1:
-		return false, 0, "not a SQLite database"
+		return false, 0, "", "not a SQLite database"
 	case r.Class == readers.ClassUnsupportedVer || r.Class == readers.ClassIO:
-		return true, version, ""
+		return true, version, "", ""
 	}
 	if !firstLineIsHeader(path) {
-		return false, 0, "first line is not a session header: " + r.Reason
+		return false, 0, "", "first line is not a session header: " + r.Reason
 	}
-	return true, version, ""
+	return true, version, "", ""
 }
 
 // headerProbeBytes bounds the first-line read of a file that failed to
