@@ -115,59 +115,6 @@ type freshCache struct {
 	// layouts are the Names values met, split (nil: not valid).
 	layoutMu sync.Mutex
 	layouts  map[string][]string
-	// dirs, while planning (planning), holds a descriptor of each
-	// project directory whose sidecars were looked at.
-	dirs *dirHandles
-}
-
-// dirHandles are O_PATH descriptors of directories, by path: planning
-// looks at every sidecar of a project directory from one descriptor of
-// it, not from one of each sidecar (issue 14: two system calls of the
-// fourteen of a fresh sidecar's check). Only planning uses them: the
-// checks made under a session's locks open the sidecar itself.
-type dirHandles struct {
-	mu  sync.Mutex
-	fds map[string]int // -1: could not be opened
-}
-
-func (d *dirHandles) get(dir string) (int, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	fd, ok := d.fds[dir]
-	if !ok {
-		var err error
-		if fd, err = unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
-			fd = -1
-		}
-		d.fds[dir] = fd
-	}
-	return fd, fd >= 0
-}
-
-func (d *dirHandles) close() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for dir, fd := range d.fds {
-		if fd >= 0 {
-			unix.Close(fd)
-		}
-		delete(d.fds, dir)
-	}
-}
-
-// planning makes the cache's statuses look at sidecars from their
-// project directory's descriptor until done is called, once planning
-// ends.
-func (c *freshCache) planning() (done func()) {
-	if c == nil {
-		return func() {}
-	}
-	d := &dirHandles{fds: map[string]int{}}
-	c.dirs = d
-	return func() {
-		c.dirs = nil
-		d.close()
-	}
 }
 
 // candidate is a session a status of this run found fresh.
@@ -246,7 +193,7 @@ func (c *freshCache) Header(rel string, key discover.FileKey) (int, bool) {
 
 // sidecarVouched returns s's entry when its sidecar's files are as the
 // entry saw them.
-func (c *freshCache) sidecarVouched(s discover.Session, planning bool) (freshEntry, bool) {
+func (c *freshCache) sidecarVouched(s discover.Session) (freshEntry, bool) {
 	e, ok := c.get(s.Rel)
 	if !ok || s.Sidecar == "" {
 		return freshEntry{}, false
@@ -255,16 +202,7 @@ func (c *freshCache) sidecarVouched(s discover.Session, planning bool) (freshEnt
 	if !ok {
 		return freshEntry{}, false
 	}
-	var d string
-	if planning && c.dirs != nil {
-		fd, opened := c.dirs.get(filepath.Dir(s.Sidecar))
-		if !opened {
-			return freshEntry{}, false
-		}
-		d, _, ok = digestFrom(fd, filepath.Base(s.Sidecar), names, time.Time{})
-	} else {
-		d, _, ok = metaDigest(s.Sidecar, names, time.Time{})
-	}
+	d, _, ok := metaDigest(s.Sidecar, names, time.Time{})
 	return e, ok && d == e.Digest
 }
 
@@ -277,7 +215,7 @@ func (c *freshCache) framesVouched(s discover.Session) (names []string, ok bool)
 	if c == nil || s.Rel == "" {
 		return nil, false
 	}
-	e, ok := c.sidecarVouched(s, false)
+	e, ok := c.sidecarVouched(s)
 	if !ok || !e.Frames {
 		return nil, false
 	}
@@ -295,7 +233,7 @@ func (c *freshCache) status(s discover.Session) (verify.StatusReport, error) {
 	if c == nil || s.Rel == "" {
 		return statusFast(s.Path)
 	}
-	if e, ok := c.sidecarVouched(s, true); ok {
+	if e, ok := c.sidecarVouched(s); ok {
 		key := s.Key
 		if key == (discover.FileKey{}) {
 			key, _ = lstatKey(s.Path)
@@ -520,24 +458,12 @@ func metaDigest(sidecar string, names []string, now time.Time) (digest string, r
 		return "", false, false
 	}
 	defer unix.Close(dir)
-	return digestFrom(dir, "", names, now)
-}
-
-// digestFrom is metaDigest of the sidecar named base in the directory dir
-// (base "": dir is the sidecar). A symlink on the way shows as its own
-// name's metadata: every directory of the sidecar is one of its names.
-func digestFrom(dir int, base string, names []string, now time.Time) (digest string, racy, ok bool) {
 	d, ok := digestNames(names, func(_ int, n string) (discover.FileKey, bool) {
 		var st unix.Stat_t
 		var err error
-		switch {
-		case base != "" && n == "":
-			err = unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW)
-		case base != "":
-			err = unix.Fstatat(dir, base+"/"+n, &st, unix.AT_SYMLINK_NOFOLLOW)
-		case n == "":
+		if n == "" {
 			err = unix.Fstat(dir, &st)
-		default:
+		} else {
 			err = unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW)
 		}
 		if err != nil {

@@ -398,15 +398,8 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		}
 	}
 	planned := make(chan int64, 1)
-	var planningDone []func()
-	for _, fc := range freshCaches {
-		planningDone = append(planningDone, fc.planning())
-	}
 	go func() {
 		planInto(jobs, ready, func(i int) { planWithCache(&jobs[i], opt.Force) })
-		for _, done := range planningDone {
-			done()
-		}
 		var bytes int64
 		for _, jb := range jobs {
 			if jb.plan.action == PlanMigrate || jb.plan.action == PlanRefresh {
