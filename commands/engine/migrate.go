@@ -398,8 +398,9 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		}
 	}
 	planned := make(chan int64, 1)
+	busy := make(chan struct{}) // closed when the first session starts
 	go func() {
-		planInto(jobs, ready, func(i int) { planWithCache(&jobs[i], opt.Force) })
+		planInto(jobs, ready, busy, func(i int) { planWithCache(&jobs[i], opt.Force) })
 		var bytes int64
 		for _, jb := range jobs {
 			if jb.plan.action == PlanMigrate || jb.plan.action == PlanRefresh {
@@ -463,7 +464,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		reportPlan(<-planned)
 		close(planReported)
 	}()
-	rep.Sessions = runJobs(ctx, env, jobs, ready, opt.Jobs, opt.CorrelationID, func(i int, res SessionResult) {
+	rep.Sessions = runJobs(ctx, env, jobs, ready, busy, opt.Jobs, opt.CorrelationID, func(i int, res SessionResult) {
 		unfinished.Add(-1)
 		reportMu.Lock()
 		defer reportMu.Unlock()
@@ -668,14 +669,19 @@ type job struct {
 // steady tree of thousands of sessions it was most of a no-op run.
 func planAll(sessions []discover.Session, plan func(discover.Session) job) []job {
 	jobs := make([]job, len(sessions))
-	planInto(jobs, nil, func(i int) { jobs[i] = plan(sessions[i]) })
+	planInto(jobs, nil, nil, func(i int) { jobs[i] = plan(sessions[i]) })
 	return jobs
 }
 
 // planInto calls plan(i), which plans jobs[i], for every job, on as many
 // goroutines as there are CPUs, taking the jobs in order, and closes
-// ready[i] (when ready is not nil) once jobs[i] is planned.
-func planInto(jobs []job, ready []chan struct{}, plan func(i int)) {
+// ready[i] (when ready is not nil) once jobs[i] is planned. Once busy is
+// closed (the run's first session has started), one goroutine plans the
+// rest: planning is far ahead of the sessions, and its system calls on
+// every CPU kept the sessions waiting for one (issue 14: a steady refresh
+// 0.64 → 0.48 s, and 0.2 s less CPU, in alternating runs; a run with
+// nothing to do keeps every planner).
+func planInto(jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func(i int)) {
 	workers := min(max(runtime.NumCPU(), 2), len(jobs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -683,7 +689,11 @@ func planInto(jobs []job, ready []chan struct{}, plan func(i int)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
+			for w == 0 || !isClosed(busy) {
+				i := int(next.Add(1) - 1)
+				if i >= len(jobs) {
+					return
+				}
 				plan(i)
 				if ready != nil {
 					close(ready[i])
@@ -733,6 +743,16 @@ func (c *refusalCache) record(jb job, res SessionResult) {
 	}
 }
 
+// isClosed reports whether c (nil: never) is closed.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 // sealLinger is how long a session's seal waits for others to share its
 // syncfs (durable.SyncGroup.Linger); sealWorkers bounds the sessions that
 // can wait so, each holding its session lock (pi waits that long at most
@@ -743,8 +763,9 @@ var (
 )
 
 // runJobs runs the per-session pipeline on up to n sessions at once and
-// returns the results in the order of jobs.
-func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, n int, correlationID string, finished func(i int, res SessionResult)) []SessionResult {
+// returns the results in the order of jobs. It closes busy (when not nil)
+// as the first session starts.
+func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, busy chan struct{}, n int, correlationID string, finished func(i int, res SessionResult)) []SessionResult {
 	if n <= 0 {
 		n = defaultJobs()
 	}
@@ -815,6 +836,10 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, n 
 			}
 		} else {
 			reading <- struct{}{}
+		}
+		if busy != nil {
+			close(busy)
+			busy = nil
 		}
 		next <- started{i, place}
 	}

@@ -126,6 +126,44 @@ func TestPlanAllKeepsOrder(t *testing.T) {
 	}
 }
 
+// TestPlanIntoBusy: once the run's first session has started (busy
+// closed), one goroutine plans the rest, in order: here busy is closed
+// from the start, and no two plans are ever in progress together.
+func TestPlanIntoBusy(t *testing.T) {
+	jobs := make([]job, 100)
+	ready := make([]chan struct{}, len(jobs))
+	for i := range ready {
+		ready[i] = make(chan struct{})
+	}
+	busy := make(chan struct{})
+	close(busy)
+	var inFlight, most atomic.Int64
+	var order []int
+	planInto(jobs, ready, busy, func(i int) {
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		order = append(order, i)
+		time.Sleep(100 * time.Microsecond)
+		inFlight.Add(-1)
+	})
+	if most.Load() != 1 {
+		t.Fatalf("%d plans in progress at once after the first session started", most.Load())
+	}
+	for i, j := range order {
+		if i != j {
+			t.Fatalf("planned in the order %v", order)
+		}
+	}
+	for i, r := range ready {
+		select {
+		case <-r:
+		default:
+			t.Fatalf("job %d never ready", i)
+		}
+	}
+}
+
 // TestRunJobsStartsInOrder: with --jobs 1, sessions have their first pass
 // in the order of the plan (a worker that took a later session cannot
 // take the reading slot first): a session whose lock pi holds must not be
