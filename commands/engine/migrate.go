@@ -235,8 +235,8 @@ func (e Env) yield() {
 // reading holds a few megabytes at most: the steady refresh of cron is
 // mostly their reading (the record's prefix read and hashed, the rows).
 type buildSlot struct {
-	// reading is the reading place taken for the session: full's, or
-	// light's.
+	// reading is the reading place taken for the session (a full one,
+	// or a light one); fullReading are the full ones (full).
 	reading, fullReading, staging chan struct{}
 	holds                         chan struct{} // the slot held: reading, staging or nil
 }
@@ -679,7 +679,7 @@ func planAll(sessions []discover.Session, plan func(discover.Session) job) []job
 // closed (the run's first session has started), one goroutine plans the
 // rest: planning is far ahead of the sessions, and its system calls on
 // every CPU kept the sessions waiting for one (issue 14: a steady refresh
-// 0.64 → 0.48 s, and 0.2 s less CPU, in alternating runs; a run with
+// 0.71 → 0.52 s, and 0.25 s less CPU, in alternating runs; a run with
 // nothing to do keeps every planner).
 func planInto(jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func(i int)) {
 	workers := min(max(runtime.NumCPU(), 2), len(jobs))
