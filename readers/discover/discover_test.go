@@ -442,6 +442,12 @@ func TestOpenAndReadHeader(t *testing.T) {
 		string(h.Raw) != strings.TrimSuffix(header, "\n") {
 		t.Fatalf("ReadHeader = %+v, %v", h, err)
 	}
+	// A CRLF header's Raw is the line without its "\r\n".
+	crlf := filepath.Join(root, "crlf.jsonl")
+	write(t, crlf, strings.TrimSuffix(header, "\n")+"\r\n"+entry)
+	if h, err := ReadHeader(crlf); err != nil || string(h.Raw) != strings.TrimSuffix(header, "\n") {
+		t.Fatalf("ReadHeader of a CRLF header = %q, %v", h.Raw, err)
+	}
 	// Only the header is read: a bad entry further on is not its business.
 	bad := filepath.Join(root, "b.jsonl")
 	write(t, bad, header+"{not json\n")

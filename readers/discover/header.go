@@ -7,7 +7,6 @@ import (
 
 	"pisess/readers"
 	"pisess/readers/jsonl"
-	"pisess/readers/normalize"
 )
 
 // ReadHeader returns the header of the session file at path without
@@ -25,7 +24,7 @@ func ReadHeader(path string) (readers.Header, error) {
 		defer src.Close()
 		return src.Header(), nil
 	}
-	format, _, line, err := jsonl.SniffLine(path)
+	format, h, err := jsonl.SniffHeader(path)
 	if err != nil {
 		return readers.Header{}, err
 	}
@@ -33,10 +32,6 @@ func ReadHeader(path string) (readers.Header, error) {
 		return readers.Header{}, &readers.RefusedError{Path: path, Line: 1, Class: readers.ClassBadHeader,
 			Reason: fmt.Sprintf("the file holds %s, not JSONL", format)}
 	}
-	h, err := normalize.ParseHeader(normalize.RustTrim(line))
-	if err != nil {
-		// Sniff accepted this very line, parsed the same way.
-		return readers.Header{}, &readers.RefusedError{Path: path, Line: 1, Class: readers.ClassBadHeader, Reason: err.Error(), Err: err}
-	}
-	return h.Readers(readers.FormatJSONLv3, bytes.TrimSuffix(line, []byte{'\r'})), nil
+	h.Raw = bytes.TrimSuffix(h.Raw, []byte{'\r'})
+	return h, nil
 }

@@ -20,12 +20,13 @@ import (
 // object of type "session", or the other format's magic. id is the
 // header's session id when it was read without error.
 func sniff(path string, want readers.SourceFormat) (ok bool, version int, id, reason string) {
-	format, version, id, err := jsonl.SniffHeader(path)
+	format, h, err := jsonl.SniffHeader(path)
+	version = h.Version
 	if err == nil {
 		if format != want {
 			return false, 0, "", fmt.Sprintf("its content is %s, not %s", format, want)
 		}
-		return true, version, id, ""
+		return true, version, h.ID, ""
 	}
 	r := readers.AsRefused(err)
 	switch {
