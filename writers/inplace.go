@@ -35,6 +35,10 @@ type InPlaceOptions struct {
 	// asked while the source's prefix is read (both are system calls on
 	// the path of every refresh: issue 14).
 	Vouched func() (names []string, frames bool)
+	// IndexSHA256State, used when Vouched vouches for the frames, is the
+	// index digest's state the caller recorded when it wrote the store
+	// (store.Options.IndexSHA256State): the base rows are not hashed.
+	IndexSHA256State []byte
 	// Prepare is called with the store as checked and the number of
 	// entries to append, once every one has been read and accepted, just before the first byte is
 	// written into it: the caller compares the store with what it vouches
@@ -66,6 +70,9 @@ func AppendInPlace(ctx context.Context, dir string, open OpenAppended, opt InPla
 		so := store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops, BaseVouched: true}
 		if opt.Vouched != nil {
 			so.Names, so.FramesVouched = opt.Vouched()
+			if so.FramesVouched {
+				so.IndexSHA256State = opt.IndexSHA256State
+			}
 		}
 		return store.ContinueInPlace(ctx, dir, so)
 	})

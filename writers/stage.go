@@ -65,6 +65,9 @@ type StageResult struct {
 	// IndexSHA256 and ManifestSHA256 are the hex digests of the index and
 	// the manifest as written (for the refresh record).
 	IndexSHA256, ManifestSHA256 string
+	// IndexSHA256State is the index digest's state (store.Writer's
+	// IndexSHA256State), from which a refresh in place goes on.
+	IndexSHA256State []byte
 }
 
 // Stage creates a store in dir (which must not exist, or be an empty
@@ -160,6 +163,6 @@ func finish(w *store.Writer, h readers.Header, opt StageOptions) (StageResult, e
 		Entries:     m.Counters.EntriesTotal,
 		Bytes:       m.Counters.BytesTotal,
 		ChainHash:   m.Integrity.ChainHash,
-		IndexSHA256: w.IndexSHA256(), ManifestSHA256: w.ManifestSHA256(),
+		IndexSHA256: w.IndexSHA256(), ManifestSHA256: w.ManifestSHA256(), IndexSHA256State: w.IndexSHA256State(),
 	}, nil
 }

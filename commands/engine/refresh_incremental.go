@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -66,6 +68,11 @@ type refreshRecord struct {
 	// pisess) has the prefix hashed with SHA-256.
 	SourceXXH3        string `json:"sourceXxh3,omitempty"`
 	SourceSHA256State string `json:"sourceSha256State,omitempty"`
+	// IndexSHA256State is the index digest's state (hex): a refresh in
+	// place of a sidecar the fresh cache vouches for goes on from it
+	// without hashing the index rows again. A record without it (an
+	// older pisess) has the rows hashed.
+	IndexSHA256State string `json:"indexSha256State,omitempty"`
 }
 
 func (r refreshRecord) sha() ([32]byte, bool) {
@@ -81,6 +88,23 @@ func (r refreshRecord) sha() ([32]byte, bool) {
 // prefix returns the record's PrefixHash, nil when it has none or a
 // malformed one, or one whose SHA-256 state does not finish as the
 // record's digest (the prefix is then hashed with SHA-256).
+// indexState returns the record's index digest state when it is one of
+// the digest the record gives (nil otherwise: the rows are hashed).
+func (r refreshRecord) indexState() []byte {
+	st, err := hex.DecodeString(r.IndexSHA256State)
+	if err != nil || len(st) == 0 {
+		return nil
+	}
+	if _, ok := wire.SHA256StateLength(st); !ok {
+		return nil
+	}
+	h := sha256.New()
+	if h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st) != nil || hex.EncodeToString(h.Sum(nil)) != r.IndexSHA256 {
+		return nil
+	}
+	return st
+}
+
 func (r refreshRecord) prefix() *normalize.PrefixHash {
 	x, err := hex.DecodeString(r.SourceXXH3)
 	if err != nil || len(x) != 16 || r.SourceXXH3 != strings.ToLower(r.SourceXXH3) {
@@ -90,7 +114,7 @@ func (r refreshRecord) prefix() *normalize.PrefixHash {
 	if err != nil {
 		return nil
 	}
-	if n, ok := normalize.SHA256StateLength(st); !ok || n != uint64(r.SourceBytes) {
+	if n, ok := wire.SHA256StateLength(st); !ok || n != uint64(r.SourceBytes) {
 		return nil
 	}
 	p := &normalize.PrefixHash{SHA256State: st}
@@ -160,7 +184,10 @@ func (x *session) remember(fp wire.SourceFingerprint, st writers.StageResult) {
 		Entries: m.Counters.EntriesTotal, ChainHash: m.Integrity.ChainHash, IndexSHA256: idx,
 		ManifestDev: dev, ManifestIno: ino, CorrelationID: x.correlation, ManifestSHA256: man,
 	}
-	if n, ok := normalize.SHA256StateLength(x.prefix.SHA256State); ok && n == fp.ByteLength {
+	if _, ok := wire.SHA256StateLength(st.IndexSHA256State); ok {
+		r.IndexSHA256State = hex.EncodeToString(st.IndexSHA256State)
+	}
+	if n, ok := wire.SHA256StateLength(x.prefix.SHA256State); ok && n == fp.ByteLength {
 		r.SourceXXH3, r.SourceSHA256State = hex.EncodeToString(x.prefix.XXH3[:]), hex.EncodeToString(x.prefix.SHA256State)
 	}
 	x.env.Refresh.put(x.s.Rel, r)

@@ -559,20 +559,28 @@ func TestIncrementalRefreshBranches(t *testing.T) {
 }
 
 // TestIncrementalRefreshOlderRecord: a record from an older pisess (no
-// manifest digest, no PrefixHash), or one whose SHA-256 state does not
-// finish as its own digest, still refreshes incrementally (the copy reads
-// every frame; the prefix is SHA-256 hashed), and leaves a full record,
-// which the next refresh uses.
+// manifest digest, no PrefixHash, no index digest state), or one whose
+// SHA-256 state (of the source or of the index) does not finish as its
+// own digest, still refreshes incrementally (the copy reads every frame;
+// the prefix is SHA-256 hashed; the index rows are hashed), and leaves a
+// full record, which the next refresh uses.
 func TestIncrementalRefreshOlderRecord(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		edit func(r *refreshRecord)
 	}{
-		{"older pisess", func(r *refreshRecord) { r.ManifestSHA256, r.SourceXXH3, r.SourceSHA256State = "", "", "" }},
+		{"older pisess", func(r *refreshRecord) {
+			r.ManifestSHA256, r.SourceXXH3, r.SourceSHA256State, r.IndexSHA256State = "", "", "", ""
+		}},
 		{"state not its digest", func(r *refreshRecord) {
 			st := []byte(r.SourceSHA256State)
 			st[20] ^= 1 // a hex digit of the chaining values: still hex
 			r.SourceSHA256State = string(st)
+		}},
+		{"index state not its digest", func(r *refreshRecord) {
+			st := []byte(r.IndexSHA256State)
+			st[20] ^= 1
+			r.IndexSHA256State = string(st)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -580,12 +588,12 @@ func TestIncrementalRefreshOlderRecord(t *testing.T) {
 			path, _ := migSession(t, tree, "older", 12)
 			migRun(t, migOptions(tree))
 			rel, _ := filepath.Rel(tree, path)
-			if rec, ok := loadRefreshRecords(tree).get(rel); !ok || rec.prefix() == nil {
-				t.Fatalf("the first migration's record has no PrefixHash: %+v", rec)
+			if rec, ok := loadRefreshRecords(tree).get(rel); !ok || rec.prefix() == nil || rec.indexState() == nil {
+				t.Fatalf("the first migration's record has no PrefixHash or index state: %+v", rec)
 			}
 			editRecord(t, tree, c.edit)
-			if rec, _ := loadRefreshRecords(tree).get(rel); rec.prefix() != nil {
-				t.Fatal("the edited record still gives a PrefixHash")
+			if rec, _ := loadRefreshRecords(tree).get(rel); rec.prefix() != nil && rec.indexState() != nil {
+				t.Fatal("the edited record still gives a PrefixHash and an index state")
 			}
 			for i, tag := range []string{"o1", "o2"} {
 				incAppend(t, path, 3, tag)
@@ -597,7 +605,7 @@ func TestIncrementalRefreshOlderRecord(t *testing.T) {
 				migAllVerified(t, r)
 				incSameAsFull(t, path, 0)
 				rec, ok := loadRefreshRecords(tree).get(rel)
-				if !ok || len(rec.ManifestSHA256) != 64 || rec.prefix() == nil {
+				if !ok || len(rec.ManifestSHA256) != 64 || rec.prefix() == nil || rec.indexState() == nil {
 					t.Fatalf("refresh %d: the new record is not complete: %+v", i, rec)
 				}
 				if want := fixtures.SHA256File(t, path); rec.SourceSHA256 != want {

@@ -84,7 +84,8 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 		// Written: the staging slot is free. The manifest, verification
 		// (a read-back of what was just written), ledger, seal and commit
 		// overlap the next session's writing, as a full build's do (build).
-		Written: env.yield})
+		IndexSHA256State: rec.indexState(),
+		Written:          env.yield})
 	switch {
 	case err == nil:
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):

@@ -101,7 +101,7 @@ func (s *AppendSource) open() error {
 	}
 	var state normalize.PrefixHash
 	if p := s.opt.Prefix; p != nil {
-		if n, ok := normalize.SHA256StateLength(p.SHA256State); !ok || n != uint64(s.opt.Offset) {
+		if n, ok := wire.SHA256StateLength(p.SHA256State); !ok || n != uint64(s.opt.Offset) {
 			return fmt.Errorf("%s: the recorded hash state is not one of its first %d bytes: %w", s.path, s.opt.Offset, ErrNotAppended)
 		}
 		state = *p

@@ -3,7 +3,6 @@ package normalize
 import (
 	"crypto/sha256"
 	"encoding"
-	"encoding/binary"
 	"hash"
 
 	"github.com/zeebo/xxh3"
@@ -155,15 +154,4 @@ func (a *asyncHash) release() {
 			a.blocks[i] = nil
 		}
 	}
-}
-
-// SHA256StateLength returns how many bytes a SHA256State (crypto/sha256's
-// marshalled state) has hashed: its last 8 bytes, big-endian, after the
-// magic "sha\x03" and the 96 bytes of chaining values and pending block.
-func SHA256StateLength(state []byte) (uint64, bool) {
-	const size = 4 + 32 + 64 + 8
-	if len(state) != size || string(state[:4]) != "sha\x03" {
-		return 0, false
-	}
-	return binary.BigEndian.Uint64(state[size-8:]), true
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/zeebo/xxh3"
+
+	"pisess/writers/wire"
 )
 
 // TestAsyncHash: writes of every size, across and at block boundaries,
@@ -57,7 +59,7 @@ func checkPrefix(t *testing.T, p PrefixHash, data []byte, n int) {
 	if want := xxh3.Hash128(data[:n]).Bytes(); p.XXH3 != want {
 		t.Fatalf("XXH3 of %d bytes differs", n)
 	}
-	if got, ok := SHA256StateLength(p.SHA256State); !ok || got != uint64(n) {
+	if got, ok := wire.SHA256StateLength(p.SHA256State); !ok || got != uint64(n) {
 		t.Fatalf("state length %d %v, want %d", got, ok, n)
 	}
 	sha, x, ok := NewPrefixHashes(p)
@@ -81,7 +83,7 @@ func TestPrefixHashRefusesBadState(t *testing.T) {
 	a.write([]byte("hello\n"))
 	good := a.prefix().SHA256State
 	a.release()
-	if n, ok := SHA256StateLength(good); !ok || n != 6 {
+	if n, ok := wire.SHA256StateLength(good); !ok || n != 6 {
 		t.Fatalf("good state: %d %v", n, ok)
 	}
 	sha224 := sha256.New224()
@@ -93,7 +95,7 @@ func TestPrefixHashRefusesBadState(t *testing.T) {
 		"sha224": st224,
 		"empty":  {},
 	} {
-		if _, ok := SHA256StateLength(st); ok {
+		if _, ok := wire.SHA256StateLength(st); ok {
 			t.Errorf("%s: length read from a bad state", name)
 		}
 		if _, _, ok := NewPrefixHashes(PrefixHash{SHA256State: st}); ok {

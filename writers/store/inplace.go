@@ -34,7 +34,7 @@ func ContinueInPlace(ctx context.Context, dir string, opt Options) (*Writer, Bas
 	}
 	w.baseVouched, w.inPlace, w.framesVouched = true, true, opt.FramesVouched
 	if opt.FramesVouched {
-		w.names = opt.Names
+		w.names, w.idxState = opt.Names, opt.IndexSHA256State
 	}
 	b, err := w.copyFrom(ctx, dir)
 	if err == nil {

@@ -16,8 +16,9 @@ import (
 )
 
 // inPlaceChain builds, at the fixed clock, a store at dir holding the
-// chain ids[0] <- ids[1] <- ... with 1 KiB segments, and seals it.
-func inPlaceChain(tb testing.TB, dir string, ids []string) {
+// chain ids[0] <- ids[1] <- ... with 1 KiB segments, and seals it; it
+// returns the index digest's state (IndexSHA256State).
+func inPlaceChain(tb testing.TB, dir string, ids []string) []byte {
 	tb.Helper()
 	w, err := Create(dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock})
 	if err != nil {
@@ -31,6 +32,7 @@ func inPlaceChain(tb testing.TB, dir string, ids []string) {
 	if err := w.Seal(); err != nil {
 		tb.Fatal(err)
 	}
+	return w.IndexSHA256State()
 }
 
 func appendChain(tb testing.TB, w *Writer, parent string, ids []string) {
@@ -90,6 +92,86 @@ func TestContinueInPlace(t *testing.T) {
 					t.Fatalf("the store continued in place differs from the one written at once:\n%v\n%v", d, fixtures.TreeDigest(t, full))
 				}
 			})
+		}
+	}
+}
+
+// TestContinueInPlaceIndexState: with the index digest's state recorded
+// when the store was written, a vouched store's rows are not hashed again
+// and the store continued is still byte for byte the one written at once,
+// its index digest that store's; the digest comes from the state alone (a
+// state of another index of the same length gives that index's digest,
+// for the caller's record to refuse), and a state of another length or
+// none that crypto/sha256 wrote refuses the store.
+func TestContinueInPlaceIndexState(t *testing.T) {
+	base, more := chainIDs("a", 6), chainIDs("b", 9)
+	full := filepath.Join(t.TempDir(), "s.v2")
+	inPlaceChain(t, full, append(append([]string{}, base...), more...))
+	otherDir := filepath.Join(t.TempDir(), "s.v2")
+	other := inPlaceChain(t, otherDir, chainIDs("c", 6))
+	shorter := inPlaceChain(t, filepath.Join(t.TempDir(), "s.v2"), chainIDs("a", 5))
+	continued := func(t *testing.T, state []byte) (string, *Writer, Base, error) {
+		dir := filepath.Join(t.TempDir(), "s.v2")
+		own := inPlaceChain(t, dir, base)
+		if state == nil {
+			state = own
+		}
+		w, b, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock, FramesVouched: true, IndexSHA256State: state})
+		return dir, w, b, err
+	}
+
+	dir, w, b, err := continued(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := os.ReadFile(IndexPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.IndexSHA256 != hexSHA256(idx) || b.IndexBytes != int64(len(idx)) {
+		t.Fatalf("base index digest %s (%d bytes), the file's is %s (%d)", b.IndexSHA256, b.IndexBytes, hexSHA256(idx), len(idx))
+	}
+	appendChain(t, w, base[len(base)-1], more)
+	if _, err := w.WriteManifest(testSession, "jsonl_v3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	sum := w.IndexSHA256()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := fixtures.TreeDigest(t, dir); !maps.Equal(d, fixtures.TreeDigest(t, full)) {
+		t.Fatalf("the store continued from the recorded state differs from the one written at once:\n%v\n%v", d, fixtures.TreeDigest(t, full))
+	}
+	fullIdx, err := os.ReadFile(IndexPath(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum != hexSHA256(fullIdx) {
+		t.Fatalf("index digest %s after the append, the full store's is %s", sum, hexSHA256(fullIdx))
+	}
+
+	otherIdx, err := os.ReadFile(IndexPath(otherDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, w, b, err := continued(t, other); err != nil {
+		t.Fatalf("a state of another index of the same length: %v", err)
+	} else {
+		w.Close()
+		if b.IndexSHA256 != hexSHA256(otherIdx) || b.IndexSHA256 == hexSHA256(idx) {
+			t.Fatalf("index digest %s: want the state's %s, not the rows' %s", b.IndexSHA256, hexSHA256(otherIdx), hexSHA256(idx))
+		}
+	}
+	for name, st := range map[string][]byte{"shorter": shorter, "garbage": []byte("not a state")} {
+		_, w, _, err := continued(t, st)
+		if w != nil {
+			w.Close()
+		}
+		if !errors.Is(err, ErrNotResumable) {
+			t.Errorf("%s state: err %v, want refused", name, err)
 		}
 	}
 }

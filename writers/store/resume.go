@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -328,6 +329,14 @@ func indexLine(ctx context.Context, r *bufio.Reader, n uint64) (line []byte, don
 // manifest's (issue 14: the rows were most of a refresh's reading).
 func (c *baseCopy) runVouched(ctx context.Context, r *bufio.Reader) error {
 	w := c.w
+	hashed := w.idxState == nil
+	if !hashed {
+		// The digest goes on from the recorded state (IndexSHA256State);
+		// the caller compares the digest it gives with its record.
+		if err := c.sum.(encoding.BinaryUnmarshaler).UnmarshalBinary(w.idxState); err != nil {
+			return notResumable("the recorded index digest state: %v", err)
+		}
+	}
 	var last []byte
 	var n uint64
 	for {
@@ -339,7 +348,9 @@ func (c *baseCopy) runVouched(ctx context.Context, r *bufio.Reader) error {
 			return err
 		}
 		n++
-		c.sum.Write(line)
+		if hashed {
+			c.sum.Write(line)
+		}
 		c.indexBytes += int64(len(line))
 		id, ok := wire.IndexRowEntryID(line)
 		if !ok {
@@ -354,6 +365,11 @@ func (c *baseCopy) runVouched(ctx context.Context, r *bufio.Reader) error {
 	}
 	if n == 0 {
 		return notResumable("the index has no rows")
+	}
+	if !hashed {
+		if size, ok := wire.SHA256StateLength(w.idxState); !ok || size != uint64(c.indexBytes) {
+			return notResumable("the index has %d bytes, its recorded digest state is of another length", c.indexBytes)
+		}
 	}
 	row, ok := wire.ScanCanonicalIndexRow(last)
 	switch {

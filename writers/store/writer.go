@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -60,6 +61,12 @@ type Options struct {
 	// unchanged since, so no entry came or went): the directories are not
 	// listed again.
 	Names []string
+	// IndexSHA256State, with FramesVouched, is the index digest's state
+	// (its MarshalBinary) after the base's index, as the caller recorded
+	// it when it wrote the store: the rows are then read for their ids but
+	// not hashed again (issue 14: hashing them was most of a vouched
+	// refresh's reading), and must be exactly as long as the state says.
+	IndexSHA256State []byte
 }
 
 // bufferSize is the buffered writer size for segments and the index: large
@@ -122,6 +129,8 @@ type Writer struct {
 	framesVouched bool
 	// names: the base's entries as its vouch listed them (Options.Names).
 	names []string
+	// idxState: the base index's digest state (Options.IndexSHA256State).
+	idxState []byte
 
 	checkpointSeq  uint64
 	checkpointHead uint64
@@ -220,6 +229,16 @@ func readDirNames(ops durable.Ops, dir string) ([]string, error) {
 // IndexSHA256 is the hex SHA-256 of the index as written (or copied) so
 // far: the empty digest when there is no index.
 func (w *Writer) IndexSHA256() string { return hex.EncodeToString(w.idxSum.Sum(nil)) }
+
+// IndexSHA256State is the state of IndexSHA256's digest (MarshalBinary),
+// from which a later ContinueInPlace goes on (Options.IndexSHA256State).
+func (w *Writer) IndexSHA256State() []byte {
+	st, err := w.idxSum.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return nil // crypto/sha256's never fails
+	}
+	return st
+}
 
 // ManifestSHA256 is the hex SHA-256 of the manifest WriteManifest wrote
 // last ("" before).

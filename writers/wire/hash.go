@@ -2,6 +2,7 @@ package wire
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"hash"
 	"hash/crc32"
@@ -96,4 +97,16 @@ func (d *EntryDigest) Sum() [32]byte {
 	}
 	d.h.Sum(out[:0])
 	return out
+}
+
+// SHA256StateLength returns how many bytes a SHA-256 state (crypto/sha256's
+// MarshalBinary, kept in refresh records to go on hashing without reading
+// the bytes again) has hashed: its last 8 bytes, big-endian, after the
+// magic "sha\x03" and the 96 bytes of chaining values and pending block.
+func SHA256StateLength(state []byte) (uint64, bool) {
+	const size = 4 + 32 + 64 + 8
+	if len(state) != size || string(state[:4]) != "sha\x03" {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(state[size-8:]), true
 }
