@@ -387,20 +387,24 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			records = append(records, rec)
 		}
 		for _, s := range t.Sessions {
-			jb := job{session: s, journal: j, refresh: rec, fresh: fc, cache: cache}
-			if rec != nil && s.Rel != "" {
-				// What the record said before this run replaces it: the
-				// evidence about the sidecar a refresh displaces.
-				jb.prior, jb.hasPrior = rec.get(s.Rel)
-			}
-			jobs = append(jobs, jb)
+			jobs = append(jobs, job{session: s, journal: j, refresh: rec, fresh: fc, cache: cache})
 			ready = append(ready, make(chan struct{}))
 		}
 	}
 	planned := make(chan int64, 1)
 	busy := make(chan struct{}) // closed when the first session starts
 	go func() {
-		planInto(jobs, ready, busy, func(i int) { planWithCache(&jobs[i], opt.Force) })
+		planInto(jobs, ready, busy, func(i int) {
+			jb := &jobs[i]
+			planWithCache(jb, opt.Force)
+			if a := jb.plan.action; jb.refresh != nil && jb.session.Rel != "" && (a == PlanRefresh || a == PlanMigrate) {
+				// What the record said before the session's run replaces
+				// it: the evidence about the sidecar a refresh displaces
+				// (read for the sessions that run only: the records are
+				// decoded when first asked for).
+				jb.prior, jb.hasPrior = jb.refresh.get(jb.session.Rel)
+			}
+		})
 		var bytes int64
 		for _, jb := range jobs {
 			if jb.plan.action == PlanMigrate || jb.plan.action == PlanRefresh {

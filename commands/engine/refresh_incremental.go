@@ -141,7 +141,7 @@ func refreshRecordPath(tree string) string {
 // loadRefreshRecords reads the tree's record. Missing, unreadable or
 // malformed is empty: the record only saves work.
 func loadRefreshRecords(tree string) *refreshRecords {
-	return &refreshRecords{loadStateSet(tree, RefreshRecordName, refreshRecordMax, func(e refreshRecord) bool {
+	return &refreshRecords{loadLazyStateSet(tree, RefreshRecordName, refreshRecordMax, func(e refreshRecord) bool {
 		_, ok := e.sha()
 		return ok && e.SourceBytes > 0
 	})}

@@ -39,18 +39,9 @@ type stateFile[E any] struct {
 // follows encodes into it, so that neither allocates a megabyte afresh.
 func readStateFile[E any](tree, name string, max int64, keep func(E) bool) (out map[string]E, buf []byte) {
 	out = map[string]E{}
-	f, err := durable.OS.OpenNoFollow(filepath.Join(tree, ledger.PisessDir, name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return out, nil
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > max {
-		return out, nil
-	}
-	b := make([]byte, fi.Size(), fi.Size()+fi.Size()/8+4096)
-	if _, err := io.ReadFull(f, b); err != nil {
-		return out, nil // shorter than it said: written meanwhile
+	b, ok := readStateBytes(tree, name, max)
+	if !ok {
+		return out, b
 	}
 	var doc stateFile[E]
 	if json.Unmarshal(b, &doc) != nil || doc.Version != 1 || doc.Sessions == nil {
@@ -66,13 +57,55 @@ func readStateFile[E any](tree, name string, max int64, keep func(E) bool) (out 
 	return doc.Sessions, b
 }
 
+// readStateRaw is readStateFile without decoding the entries: each is
+// the JSON of one (checked to be JSON, not to be an entry), its bytes
+// those of buf.
+func readStateRaw(tree, name string, max int64) (out map[string]json.RawMessage, buf []byte) {
+	out = map[string]json.RawMessage{}
+	b, ok := readStateBytes(tree, name, max)
+	if !ok {
+		return out, b
+	}
+	var doc stateFile[json.RawMessage]
+	if _, err := json.Parse(b, &doc, json.DontCopyRawMessage); err != nil || doc.Version != 1 || doc.Sessions == nil {
+		return out, b
+	}
+	for rel := range doc.Sessions {
+		if !filepath.IsLocal(rel) {
+			delete(doc.Sessions, rel)
+		}
+	}
+	return doc.Sessions, b
+}
+
+// readStateBytes reads .pisess/name in tree: ok is false when it is
+// missing, not a regular file, over max bytes or cut short.
+func readStateBytes(tree, name string, max int64) (b []byte, ok bool) {
+	f, err := durable.OS.OpenNoFollow(filepath.Join(tree, ledger.PisessDir, name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > max {
+		return nil, false
+	}
+	b = make([]byte, fi.Size(), fi.Size()+fi.Size()/8+4096)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return b, false // shorter than it said: written meanwhile
+	}
+	return b, true
+}
+
 // writeStateFile replaces .pisess/name in tree with entries, atomically
 // but without a sync: every entry is checked against the files it speaks
 // of before it is used, so the file a crash leaves (the old one, or none)
 // only costs work, and a run is spared the sync of a megabyte (issue 14).
 func writeStateFile[E any](ops durable.Ops, tree, name string, entries map[string]E, buf []byte) error {
 	// encoding/json's Marshal, into buf.
-	b, err := json.Append(buf[:0], stateFile[E]{Version: 1, Sessions: entries}, json.EscapeHTML|json.SortMapKeys)
+	// TrustRawMessage: a lazily read set's raw entries were parsed as
+	// JSON when read (readStateRaw), the others are Marshal's.
+	b, err := json.Append(buf[:0], stateFile[E]{Version: 1, Sessions: entries}, json.EscapeHTML|json.SortMapKeys|json.TrustRawMessage)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -92,11 +125,16 @@ func writeStateFile[E any](ops durable.Ops, tree, name string, entries map[strin
 }
 
 // stateSet is the entries of one such file, loaded once per run and shared
-// by the run's workers.
+// by the run's workers. A set read lazily (loadLazyStateSet) keeps the
+// entries not asked for yet as the file's JSON (raw), decoded (and
+// checked with keep) when first asked for: a run uses few of a tree's
+// refresh records, and decoding all of them was most of the reading.
 type stateSet[E any] struct {
 	tree, name string
 	mu         sync.Mutex
 	entries    map[string]E
+	raw        map[string]json.RawMessage // lazily read: not decoded yet
+	keep       func(E) bool
 	changed    bool
 	buf        []byte // readStateFile's
 }
@@ -107,18 +145,45 @@ func loadStateSet[E any](tree, name string, max int64, keep func(E) bool) stateS
 	return stateSet[E]{tree: tree, name: name, entries: entries, buf: buf}
 }
 
+// loadLazyStateSet reads .pisess/name in tree, each entry decoded when
+// first asked for (readStateRaw).
+func loadLazyStateSet[E any](tree, name string, max int64, keep func(E) bool) stateSet[E] {
+	raw, buf := readStateRaw(tree, name, max)
+	return stateSet[E]{tree: tree, name: name, entries: map[string]E{}, raw: raw, keep: keep, buf: buf}
+}
+
 func (c *stateSet[E]) get(rel string) (E, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[rel]
-	return e, ok
+	return c.lookup(rel)
+}
+
+// lookup is get with c.mu held: an entry not decoded yet is decoded now,
+// or dropped (as readStateFile drops it) when it is not one keep accepts.
+func (c *stateSet[E]) lookup(rel string) (E, bool) {
+	if e, ok := c.entries[rel]; ok {
+		return e, true
+	}
+	r, ok := c.raw[rel]
+	if !ok {
+		var none E
+		return none, false
+	}
+	delete(c.raw, rel)
+	var e E
+	if json.Unmarshal(r, &e) != nil || !c.keep(e) {
+		var none E
+		return none, false
+	}
+	c.entries[rel] = e
+	return e, true
 }
 
 // set records e for rel; same says when an old entry already says it.
 func (c *stateSet[E]) set(rel string, e E, same func(old, e E) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.entries[rel]; ok && same(old, e) {
+	if old, ok := c.lookup(rel); ok && same(old, e) {
 		return
 	}
 	c.entries[rel] = e
@@ -128,7 +193,7 @@ func (c *stateSet[E]) set(rel string, e E, same func(old, e E) bool) {
 func (c *stateSet[E]) forget(rel string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[rel]; ok {
+	if _, ok := c.lookup(rel); ok {
 		delete(c.entries, rel)
 		c.changed = true
 	}
@@ -138,22 +203,47 @@ func (c *stateSet[E]) forget(rel string) {
 // changed nothing writes nothing), first dropping the sessions whose file
 // is gone: those listed by this run's walk (listed, nil for none) are
 // there, the others are looked up. .pisess/ exists: the run holds the
-// tree lock.
+// tree lock. The entries never asked for are written as they were read.
 func (c *stateSet[E]) save(ops durable.Ops, listed map[string]bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.changed {
 		return nil
 	}
-	for rel := range c.entries {
+	gone := func(rel string) bool {
 		if listed[rel] {
-			continue
+			return false
 		}
-		if _, err := os.Lstat(filepath.Join(c.tree, rel)); errors.Is(err, fs.ErrNotExist) {
+		_, err := os.Lstat(filepath.Join(c.tree, rel))
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	for rel := range c.entries {
+		if gone(rel) {
 			delete(c.entries, rel)
 		}
 	}
-	if err := writeStateFile(ops, c.tree, c.name, c.entries, c.buf); err != nil {
+	if c.raw == nil {
+		if err := writeStateFile(ops, c.tree, c.name, c.entries, c.buf); err != nil {
+			return err
+		}
+		c.changed = false
+		return nil
+	}
+	all := make(map[string]json.RawMessage, len(c.entries)+len(c.raw))
+	for rel, r := range c.raw {
+		if !gone(rel) {
+			all[rel] = r
+		}
+	}
+	for rel, e := range c.entries {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		all[rel] = b
+	}
+	// The raw entries are c.buf's bytes: the file is encoded elsewhere.
+	if err := writeStateFile(ops, c.tree, c.name, all, make([]byte, 0, len(c.buf)+len(c.buf)/8)); err != nil {
 		return err
 	}
 	c.changed = false
