@@ -139,3 +139,22 @@ func TestReadSteps(t *testing.T) {
 		t.Errorf("refresh step = %+v", got[1])
 	}
 }
+
+// TestSteadyRefreshMedian: the steady refresh ratio is the median of its
+// timed runs over the full migration, with the fastest and slowest beside
+// it; one run alone is its own median.
+func TestSteadyRefreshMedian(t *testing.T) {
+	sum := func(steps ...Step) map[string]float64 {
+		s := &Summary{Steps: append([]Step{{Name: "migrate --jobs 1", Seconds: 10}}, steps...), Ratios: map[string]float64{}}
+		s.ratios()
+		return s.Ratios
+	}
+	r := sum(Step{Name: "refresh 10%", Seconds: 0.9}, Step{Name: "refresh 10% #2", Seconds: 0.5}, Step{Name: "refresh 10% #3", Seconds: 0.25})
+	if r["refreshSecondsOverFullMigrate"] != 0.5/10 || r["refreshFastestSecondsOverFullMigrate"] != 0.25/10 || r["refreshSlowestSecondsOverFullMigrate"] != 0.9/10 {
+		t.Errorf("three runs: %v", r)
+	}
+	r = sum(Step{Name: "refresh 10%", Seconds: 0.75})
+	if _, ok := r["refreshFastestSecondsOverFullMigrate"]; r["refreshSecondsOverFullMigrate"] != 0.75/10 || ok {
+		t.Errorf("one run: %v", r)
+	}
+}
