@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -67,8 +68,9 @@ func readStateRaw(tree, name string, max int64) (out map[string]json.RawMessage,
 		return out, b
 	}
 	var doc stateFile[json.RawMessage]
-	if _, err := json.Parse(b, &doc, json.DontCopyRawMessage); err != nil || doc.Version != 1 || doc.Sessions == nil {
-		return out, b
+	rest, err := json.Parse(b, &doc, json.DontCopyRawMessage)
+	if err != nil || len(bytes.TrimSpace(rest)) > 0 || doc.Version != 1 || doc.Sessions == nil {
+		return out, b // as Unmarshal, nothing may follow the document
 	}
 	for rel := range doc.Sessions {
 		if !filepath.IsLocal(rel) {

@@ -75,4 +75,14 @@ func TestLazyStateSet(t *testing.T) {
 	if len(again.entries) != 3 {
 		t.Fatalf("read again: %+v", again.entries)
 	}
+
+	// As a set read whole, a document followed by anything but spaces is
+	// none.
+	if err := os.WriteFile(filepath.Join(dir, "t.json"), append(b, []byte("{}")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	more := loadLazyStateSet(tree, "t.json", 1<<20, keep)
+	if _, ok := more.get("a.jsonl"); ok {
+		t.Fatal("a document followed by more was read")
+	}
 }
