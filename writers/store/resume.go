@@ -323,8 +323,9 @@ func indexLine(ctx context.Context, r *bufio.Reader, n uint64) (line []byte, don
 
 // runVouched is run for a store continued in place whose frames and index
 // the caller vouches for (Options.FramesVouched: unchanged since it wrote
-// and checked them): the rows are hashed and their ids taken for the id
-// graph, but only the last is parsed, and the writer is put where
+// and checked them): the rows are hashed (unless the digest goes on from
+// the state recorded with them, Options.IndexSHA256State) and their ids
+// taken for the id graph, but only the last is parsed, and the writer is put where
 // advanceRow would have left it after every row, its frame bytes the
 // manifest's (issue 14: the rows were most of a refresh's reading).
 func (c *baseCopy) runVouched(ctx context.Context, r *bufio.Reader) error {
