@@ -88,44 +88,45 @@ func (r refreshRecord) sha() ([32]byte, bool) {
 // prefix returns the record's PrefixHash, nil when it has none or a
 // malformed one, or one whose SHA-256 state does not finish as the
 // record's digest (the prefix is then hashed with SHA-256).
-// indexState returns the record's index digest state when it is one of
-// the digest the record gives (nil otherwise: the rows are hashed).
-func (r refreshRecord) indexState() []byte {
-	st, err := hex.DecodeString(r.IndexSHA256State)
-	if err != nil || len(st) == 0 {
-		return nil
-	}
-	if _, ok := wire.SHA256StateLength(st); !ok {
-		return nil
-	}
-	h := sha256.New()
-	if h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st) != nil || hex.EncodeToString(h.Sum(nil)) != r.IndexSHA256 {
-		return nil
-	}
-	return st
-}
-
 func (r refreshRecord) prefix() *normalize.PrefixHash {
 	x, err := hex.DecodeString(r.SourceXXH3)
 	if err != nil || len(x) != 16 || r.SourceXXH3 != strings.ToLower(r.SourceXXH3) {
 		return nil
 	}
-	st, err := hex.DecodeString(r.SourceSHA256State)
-	if err != nil {
-		return nil
-	}
-	if n, ok := wire.SHA256StateLength(st); !ok || n != uint64(r.SourceBytes) {
+	st, n := recordedState(r.SourceSHA256State, r.SourceSHA256)
+	if st == nil || n != uint64(r.SourceBytes) {
 		return nil
 	}
 	p := &normalize.PrefixHash{SHA256State: st}
 	copy(p.XXH3[:], x)
-	// The state must be that of the digest the record gives: a record
-	// that disagrees with itself is not one pisess wrote.
-	sha, _, ok := normalize.NewPrefixHashes(*p)
-	if !ok || hex.EncodeToString(sha.Sum(nil)) != r.SourceSHA256 {
-		return nil
-	}
 	return p
+}
+
+// indexState returns the record's index digest state, nil when it has
+// none or one that does not finish as the record's index digest (the
+// rows are then hashed).
+func (r refreshRecord) indexState() []byte {
+	st, _ := recordedState(r.IndexSHA256State, r.IndexSHA256)
+	return st
+}
+
+// recordedState decodes a record's SHA-256 state (hex) and the length it
+// has hashed; nil unless it is crypto/sha256's and finishes as digest
+// (hex): a record that disagrees with itself is not one pisess wrote.
+func recordedState(state, digest string) ([]byte, uint64) {
+	st, err := hex.DecodeString(state)
+	if err != nil {
+		return nil, 0
+	}
+	n, ok := wire.SHA256StateLength(st)
+	if !ok {
+		return nil, 0
+	}
+	h := sha256.New()
+	if h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st) != nil || hex.EncodeToString(h.Sum(nil)) != digest {
+		return nil, 0
+	}
+	return st, n
 }
 
 // refreshRecords is one tree's record, loaded once per run and shared by

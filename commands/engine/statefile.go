@@ -224,13 +224,22 @@ func (c *stateSet[E]) save(ops durable.Ops, listed map[string]bool) error {
 			delete(c.entries, rel)
 		}
 	}
+	var err error
 	if c.raw == nil {
-		if err := writeStateFile(ops, c.tree, c.name, c.entries, c.buf); err != nil {
-			return err
-		}
-		c.changed = false
-		return nil
+		err = writeStateFile(ops, c.tree, c.name, c.entries, c.buf)
+	} else {
+		err = c.saveLazy(ops, gone)
 	}
+	if err != nil {
+		return err
+	}
+	c.changed = false
+	return nil
+}
+
+// saveLazy is save's write of a lazily read set: the entries never asked
+// for as they were read, the others encoded.
+func (c *stateSet[E]) saveLazy(ops durable.Ops, gone func(rel string) bool) error {
 	all := make(map[string]json.RawMessage, len(c.entries)+len(c.raw))
 	for rel, r := range c.raw {
 		if !gone(rel) {
@@ -245,11 +254,7 @@ func (c *stateSet[E]) save(ops durable.Ops, listed map[string]bool) error {
 		all[rel] = b
 	}
 	// The raw entries are c.buf's bytes: the file is encoded elsewhere.
-	if err := writeStateFile(ops, c.tree, c.name, all, make([]byte, 0, len(c.buf)+len(c.buf)/8)); err != nil {
-		return err
-	}
-	c.changed = false
-	return nil
+	return writeStateFile(ops, c.tree, c.name, all, make([]byte, 0, len(c.buf)+len(c.buf)/8))
 }
 
 // loading is a value read on a goroutine of its own; get waits for it.
