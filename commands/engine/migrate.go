@@ -516,6 +516,18 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		}
 		syncKeptDisplaced(env.Ops, rep.Sessions, log)
 		durable.Failpoint(fpAfterDiscards)
+		// The refresh records are saved while the caches are: separate
+		// files, each a megabyte or two of a large tree to encode and
+		// write, at the end of the run (issue 14).
+		var recordsSaved sync.WaitGroup
+		recordsSaved.Go(func() {
+			for _, r := range records {
+				if err := r.save(opt.Ops, listed[r.tree]); err != nil {
+					// Only work saved is lost: the next refresh is a full one.
+					log.Warn().Err(err).Str("tree", r.tree).Msg("refresh record not saved")
+				}
+			}
+		})
 		for _, c := range caches {
 			if err := c.save(opt.Ops, listed[c.tree]); err != nil {
 				// Only work saved is lost: the next run reads the refused
@@ -543,12 +555,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 				log.Warn().Err(err).Str("tree", c.tree).Msg("fresh cache not saved")
 			}
 		}
-		for _, r := range records {
-			if err := r.save(opt.Ops, listed[r.tree]); err != nil {
-				// Only work saved is lost: the next refresh is a full one.
-				log.Warn().Err(err).Str("tree", r.tree).Msg("refresh record not saved")
-			}
-		}
+		recordsSaved.Wait()
 	}
 	if err := ctx.Err(); err != nil {
 		return rep, fmt.Errorf("migrate interrupted: %w", err)

@@ -99,15 +99,21 @@ func readStateBytes(tree, name string, max int64) (b []byte, ok bool) {
 	return b, true
 }
 
+// stateFileFlags encode a state file: keys sorted (the same entries, the
+// same bytes), nothing escaped that JSON does not require.
+const stateFileFlags = json.SortMapKeys | json.TrustRawMessage
+
 // writeStateFile replaces .pisess/name in tree with entries, atomically
 // but without a sync: every entry is checked against the files it speaks
 // of before it is used, so the file a crash leaves (the old one, or none)
 // only costs work, and a run is spared the sync of a megabyte (issue 14).
 func writeStateFile[E any](ops durable.Ops, tree, name string, entries map[string]E, buf []byte) error {
-	// encoding/json's Marshal, into buf.
+	// encoding/json's Marshal, into buf, but for HTML escaping: a state
+	// file is never embedded in a page, and escaping scanned every raw
+	// entry again (most of the encoding of a megabyte of records).
 	// TrustRawMessage: a lazily read set's raw entries were parsed as
-	// JSON when read (readStateRaw), the others are Marshal's.
-	b, err := json.Append(buf[:0], stateFile[E]{Version: 1, Sessions: entries}, json.EscapeHTML|json.SortMapKeys|json.TrustRawMessage)
+	// JSON when read (readStateRaw), the others are encoded here.
+	b, err := json.Append(buf[:0], stateFile[E]{Version: 1, Sessions: entries}, stateFileFlags)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -246,12 +252,17 @@ func (c *stateSet[E]) saveLazy(ops durable.Ops, gone func(rel string) bool) erro
 			all[rel] = r
 		}
 	}
+	// The entries asked for are encoded one after the other into one
+	// buffer (a few hundred bytes each, grown from nothing they were
+	// most of the save).
+	enc := make([]byte, 0, len(c.entries)*(len(c.buf)/max(len(c.raw)+len(c.entries), 1)+64))
 	for rel, e := range c.entries {
-		b, err := json.Marshal(e)
-		if err != nil {
+		start := len(enc)
+		var err error
+		if enc, err = json.Append(enc, e, stateFileFlags); err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
-		all[rel] = b
+		all[rel] = enc[start:len(enc):len(enc)]
 	}
 	// The raw entries are c.buf's bytes: the file is encoded elsewhere.
 	return writeStateFile(ops, c.tree, c.name, all, make([]byte, 0, len(c.buf)+len(c.buf)/8))

@@ -18,7 +18,7 @@ import (
 // and drops those found wanting and the sessions that are gone.
 func TestLazyStateSet(t *testing.T) {
 	tree := t.TempDir()
-	for _, f := range []string{"a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl", "new.jsonl"} {
+	for _, f := range []string{"a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl", "e.jsonl", "new.jsonl"} {
 		if err := os.WriteFile(filepath.Join(tree, f), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -53,6 +53,8 @@ func TestLazyStateSet(t *testing.T) {
 	}
 
 	lazy.set("new.jsonl", entry{N: 7, S: "set"}, func(old, e entry) bool { return old == e })
+	// Two entries encoded into save's one buffer; nothing HTML-escaped.
+	lazy.set("e.jsonl", entry{N: 8, S: "<a&b>"}, func(old, e entry) bool { return old == e })
 	if err := lazy.save(durable.OS, map[string]bool{"a.jsonl": true}); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func TestLazyStateSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := string(b)
-	for _, want := range []string{`"a.jsonl":{"n":1,"s":"one"}`, `"d.jsonl":{"n":4,"s":"never asked for"}`, `"new.jsonl":{"n":7,"s":"set"}`} {
+	for _, want := range []string{`"a.jsonl":{"n":1,"s":"one"}`, `"d.jsonl":{"n":4,"s":"never asked for"}`, `"e.jsonl":{"n":8,"s":"<a&b>"}`, `"new.jsonl":{"n":7,"s":"set"}`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("saved file lacks %s: %s", want, got)
 		}
@@ -72,7 +74,7 @@ func TestLazyStateSet(t *testing.T) {
 		}
 	}
 	again := loadStateSet(tree, "t.json", 1<<20, keep)
-	if len(again.entries) != 3 {
+	if len(again.entries) != 4 {
 		t.Fatalf("read again: %+v", again.entries)
 	}
 
