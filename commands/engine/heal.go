@@ -69,12 +69,13 @@ func needsHeal(t discover.Tree, j *ledger.Journal, stale bool) (discover.Tree, b
 		return false
 	}
 	sel := discover.Tree{Root: t.Root}
-	for _, s := range t.Sessions {
-		if s.Refusal != nil {
-			continue
+	for i := range t.Sessions {
+		s := &t.Sessions[i]
+		if s.Refusal != nil || len(s.Staging)+len(s.Backups) == 0 {
+			continue // nothing left beside it (a clean tree: every session, at no cost)
 		}
 		sidecar := discover.SidecarPath(s.Path)
-		x := s
+		x := *s
 		x.Staging, x.Backups = nil, nil
 		for _, p := range s.Staging {
 			if ours(p, sidecar, false) {

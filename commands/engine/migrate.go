@@ -708,6 +708,14 @@ func planInto(jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func
 				plan(i)
 				if ready != nil {
 					close(ready[i])
+					if jobs[i].plan.runs() {
+						// The run's loop waits for it: it is woken on this
+						// CPU, where it would wait for this planner's time
+						// slice (~10 ms) to end while the other CPU plans
+						// too (issue 14: the first session of a steady
+						// refresh started 13-27 ms after its plan).
+						runtime.Gosched()
+					}
 				}
 			}
 		}()

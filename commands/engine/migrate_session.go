@@ -151,9 +151,22 @@ func runSession(ctx context.Context, env Env, s discover.Session, p plan, correl
 	return build(ctx, env, s, planned(s, p), correlationID)
 }
 
+// runs reports whether a session planned so is read or written: its plan
+// is not its result (decided).
+func (p plan) runs() bool {
+	switch p.action {
+	case PlanSkip, PlanNeedsRepair, PlanRefuse:
+		return false
+	}
+	return true
+}
+
 // decided returns the result of a session whose plan is its result (skip,
 // needs repair, refuse): nothing of it is read or written.
 func decided(s discover.Session, p plan) (SessionResult, bool) {
+	if p.runs() {
+		return SessionResult{}, false
+	}
 	res := planned(s, p)
 	switch p.action {
 	case PlanSkip:
@@ -167,8 +180,6 @@ func decided(s discover.Session, p plan) (SessionResult, bool) {
 			r = p.refusal
 		}
 		res.Error = refusedInfo(r, p.reason)
-	default:
-		return SessionResult{}, false
 	}
 	return res, true
 }
