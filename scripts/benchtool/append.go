@@ -86,13 +86,22 @@ func appendEntry(path string) (int64, error) {
 	return int64(len(src) + len(line)), f.Close()
 }
 
-// freshID is an 8-hex id no entry of src uses.
+// freshID is an 8-hex id no entry of src uses. The first candidate comes
+// from the path and the file's length, so that each append to the same
+// session starts from a new one (from the path alone, the n-th append
+// tried the n-1 ids taken before it, each a scan of the whole file).
 func freshID(path string, src []byte) string {
-	sum := sha256.Sum256([]byte(path))
+	id, _ := freshIDTries(path, src)
+	return id
+}
+
+// freshIDTries is freshID and how many candidates it looked at.
+func freshIDTries(path string, src []byte) (string, int) {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", path, len(src)))
 	for i := 0; ; i += 4 {
 		id := hex.EncodeToString(sum[i%28 : i%28+4])
 		if !bytes.Contains(src, []byte(`"id":"`+id+`"`)) {
-			return id
+			return id, i/4 + 1
 		}
 		if i%28 == 24 {
 			sum = sha256.Sum256(sum[:])

@@ -158,3 +158,26 @@ func TestSteadyRefreshMedian(t *testing.T) {
 		t.Errorf("one run: %v", r)
 	}
 }
+
+// Each append to a session starts from an id of its own: from the path
+// alone, the n-th append to one session tried the n-1 ids taken before it,
+// each a scan of the whole file (thousands of refresh rounds on one tree
+// took seconds an append).
+func TestFreshIDStartsAnewEachAppend(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "a.jsonl")
+	src := []byte(header + "\n" + entry("0000000a", "") + "\n")
+	for n := range 50 {
+		id, tries := freshIDTries(p, src)
+		if tries != 1 {
+			t.Fatalf("append %d: %d candidates tried for %s", n, tries, id)
+		}
+		src = append(src, entry(id, "0000000a")+"\n"...)
+	}
+	// A taken candidate is passed over: the same length, the first
+	// candidate now an entry's id.
+	first, _ := freshIDTries(p, src)
+	taken := []byte(strings.Replace(string(src), `"id":"0000000a"`, `"id":"`+first+`"`, 1))
+	if id, tries := freshIDTries(p, taken); id == first || tries != 2 {
+		t.Fatalf("taken %s: got %s after %d candidates", first, id, tries)
+	}
+}
