@@ -252,6 +252,7 @@ func (b *buildSlot) staged() {
 	b.staging <- struct{}{}
 	<-b.reading
 	b.holds = b.staging
+	handOver()
 }
 
 // full trades a light reading place still held for a full one.
@@ -268,8 +269,16 @@ func (b *buildSlot) release() {
 	if b.holds != nil {
 		<-b.holds
 		b.holds = nil
+		handOver()
 	}
 }
+
+// handOver lets the goroutine a freed place woke (runJobs' loop, the next
+// session's worker) run now: woken on this CPU, it would wait for this
+// session to block, while the other CPU plans or spins looking for work
+// (issue 14: a steady refresh, median of 15 alternating runs, 0.78 -> 0.70
+// s of CPU at the same wall time).
+func handOver() { runtime.Gosched() }
 
 func (e Env) now() time.Time {
 	if e.Clock != nil {
@@ -714,7 +723,7 @@ func planInto(jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func
 						// slice (~10 ms) to end while the other CPU plans
 						// too (issue 14: the first session of a steady
 						// refresh started 13-27 ms after its plan).
-						runtime.Gosched()
+						handOver()
 					}
 				}
 			}
