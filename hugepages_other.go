@@ -1,0 +1,6 @@
+//go:build !linux
+
+package main
+
+// adviseHugePages does nothing where madvise(MADV_HUGEPAGE) does not exist.
+func adviseHugePages() {}
