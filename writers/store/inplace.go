@@ -58,7 +58,7 @@ func (w *Writer) openForAppend(indexBytes int64) error {
 	if err != nil {
 		return fmt.Errorf("segment %d: %w: %w", w.segSeq, err, ErrNotResumable)
 	}
-	w.seg, w.segBuf = seg, segBufPool.Get()
+	w.seg, w.segBuf = seg, appendSegBufPool.Get()
 	w.segBuf.Reset(seg)
 	if size != w.segBytes {
 		return notResumable("segment %d has %d bytes, its rows cover %d", w.segSeq, size, w.segBytes)
@@ -67,7 +67,7 @@ func (w *Writer) openForAppend(indexBytes int64) error {
 	if err != nil {
 		return fmt.Errorf("index: %w: %w", err, ErrNotResumable)
 	}
-	w.idx, w.idxBuf = idx, idxBufPool.Get()
+	w.idx, w.idxBuf = idx, appendIdxBufPool.Get()
 	w.idxBuf.Reset(idx)
 	if size != indexBytes {
 		return notResumable("the index has %d bytes, %d were read", size, indexBytes)

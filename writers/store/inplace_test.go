@@ -319,3 +319,57 @@ func TestContinueInPlaceRefuses(t *testing.T) {
 		}
 	})
 }
+
+// TestContinueInPlaceSmallBuffer: a store continued in place writes
+// through the small append buffers (not the megabyte ones of a new
+// store), and appends many times their size give the same bytes as the
+// store written at once.
+func TestContinueInPlaceSmallBuffer(t *testing.T) {
+	build := func(dir string, ids []string) {
+		w, err := Create(dir, Options{Clock: fixedClock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		appendChain(t, w, "", ids)
+		if _, err := w.WriteManifest(testSession, "jsonl_v3"); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Seal(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base, more := chainIDs("a", 6), chainIDs("b", 2000)
+	dir, full := filepath.Join(t.TempDir(), "s.v2"), filepath.Join(t.TempDir(), "s.v2")
+	build(dir, base)
+	build(full, append(append([]string{}, base...), more...))
+
+	w, _, err := ContinueInPlace(context.Background(), dir, Options{Clock: fixedClock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if got := w.segBuf.Size(); got != appendBufferSize {
+		t.Errorf("segment buffer of %d bytes, want %d", got, appendBufferSize)
+	}
+	if got := w.idxBuf.Size(); got != appendBufferSize/4 {
+		t.Errorf("index buffer of %d bytes, want %d", got, appendBufferSize/4)
+	}
+	appendChain(t, w, base[len(base)-1], more)
+	if _, err := w.WriteManifest(testSession, "jsonl_v3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := SegmentPath(dir, 1)
+	if fi, err := os.Stat(seg); err != nil || fi.Size() < 4*appendBufferSize {
+		t.Fatalf("segment %s: %v, want more than %d bytes written", seg, err, 4*appendBufferSize)
+	}
+	if d := fixtures.TreeDigest(t, dir); !maps.Equal(d, fixtures.TreeDigest(t, full)) {
+		t.Fatalf("the store continued in place differs from the one written at once:\n%v\n%v", d, fixtures.TreeDigest(t, full))
+	}
+}

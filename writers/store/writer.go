@@ -79,7 +79,17 @@ const bufferSize = 1 << 20
 var (
 	segBufPool = bufpool.NewWriters(bufferSize)
 	idxBufPool = bufpool.NewWriters(bufferSize / 4)
+	// A store continued in place is mostly appended a few entries: a
+	// megabyte buffer of which it writes a kilobyte is still memory the
+	// heap grows into, a fresh page zeroed for each page touched near it
+	// (issue 14: a steady refresh ~0.05 s less CPU and 3 MB less RSS).
+	appendSegBufPool = bufpool.NewWriters(appendBufferSize)
+	appendIdxBufPool = bufpool.NewWriters(appendBufferSize / 4)
 )
+
+// appendBufferSize is the buffered writer size for the segment of a store
+// continued in place (openForAppend).
+const appendBufferSize = 64 << 10
 
 // Writer builds a new store (a staging store) frame by frame. It is not safe
 // for concurrent use. Frames and index rows go through buffered writers and
@@ -479,8 +489,11 @@ func (w *Writer) Close() error {
 	}
 	// The buffers were flushed (or the store is being discarded): hand
 	// them to the next store.
+	// Each pool takes back only buffers of its size.
 	segBufPool.Put(w.segBuf)
 	idxBufPool.Put(w.idxBuf)
+	appendSegBufPool.Put(w.segBuf)
+	appendIdxBufPool.Put(w.idxBuf)
 	w.segBuf, w.idxBuf = nil, nil
 	if w.err == nil {
 		w.err = errClosed
