@@ -9,9 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The first 32 MiB the Go heap uses are advised to be backed by
-// transparent huge pages (madvise MADV_HUGEPAGE; the kernel's default mode
-// "madvise" gives them to no memory otherwise). Every page the heap first
+// The first 32 MiB that the Go heap of a migration (or fsck, verify,
+// build, upgrade) uses are advised to be backed by transparent huge pages
+// (madvise MADV_HUGEPAGE; the kernel's default mode "madvise" gives them
+// to no memory otherwise). Every page the heap first
 // touches is a page fault, ~16 µs of CPU on the machine of scripts/bench (a
 // PVM guest): a steady refresh of 2,000 sessions touched ~27 MB and spent
 // a fifth of its CPU in ~7,000 faults; with 2 MiB pages it takes ~1,900
@@ -44,12 +45,30 @@ func adviseHeapHugePages(n int) (start, end uintptr) {
 	return start, end
 }
 
-// adviseHugePages advises the heap's first hugeHeapBytes unless the
-// environment turns it off.
-func adviseHugePages() {
-	if hugePagesWanted(os.Getenv(hugePagesEnv)) {
+// adviseHugePages advises the heap's first hugeHeapBytes for a command
+// that reads and writes sessions (args are the command line), unless the
+// environment turns it off. The advice costs ~6 ms (the collection that
+// frees the slice, which a short command such as status would never run,
+// and its sweep): not worth it where the heap stays a few megabytes.
+func adviseHugePages(args []string) {
+	if heavyCommand(args) && hugePagesWanted(os.Getenv(hugePagesEnv)) {
 		adviseHeapHugePages(hugeHeapBytes)
 	}
+}
+
+// heavyCommands are the commands whose heap grows to tens of megabytes.
+var heavyCommands = map[string]bool{"migrate": true, "fsck": true, "verify": true, "build": true, "upgrade": true}
+
+// heavyCommand reports whether args name one of heavyCommands: the first
+// argument that does, wherever it is (a flag's value that happens to be
+// such a name only costs the advice).
+func heavyCommand(args []string) bool {
+	for _, a := range args[min(1, len(args)):] {
+		if heavyCommands[a] {
+			return true
+		}
+	}
+	return false
 }
 
 func hugePagesWanted(env string) bool {

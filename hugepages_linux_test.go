@@ -36,6 +36,25 @@ func TestAdviseHeapHugePages(t *testing.T) {
 	}
 }
 
+func TestHeavyCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"pisess", "migrate"}, true},
+		{[]string{"pisess", "--log-format", "json", "-q", "fsck", "--repair", "/t"}, true},
+		{[]string{"pisess", "verify", "s.v2"}, true},
+		{[]string{"pisess", "status", "/t"}, false},
+		{[]string{"pisess", "--version"}, false},
+		{[]string{"migrate"}, false}, // the program's own name
+		{nil, false},
+	} {
+		if got := heavyCommand(tc.args); got != tc.want {
+			t.Errorf("heavyCommand(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
+
 func TestHugePagesWanted(t *testing.T) {
 	for env, want := range map[string]bool{"": true, "on": true, "1": true, "off": false, "0": false, "FALSE": false, " no ": false} {
 		if got := hugePagesWanted(env); got != want {

@@ -3,4 +3,4 @@
 package main
 
 // adviseHugePages does nothing where madvise(MADV_HUGEPAGE) does not exist.
-func adviseHugePages() {}
+func adviseHugePages(args []string) {}

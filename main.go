@@ -15,7 +15,7 @@ import (
 )
 
 func main() {
-	adviseHugePages() // first, while the heap is a few hundred kilobytes
+	adviseHugePages(os.Args) // first, while the heap is a few hundred kilobytes
 	// A run keeps a few megabytes live and allocates per entry: collecting
 	// at 5× the live heap rather than 2× cuts the collector's share of a
 	// migration by about a seventh (scripts/bench). The soft memory limit

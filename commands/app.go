@@ -64,9 +64,10 @@ const envHelp = `ENVIRONMENT:
    PI_SESSIONS_DIR      the session tree, when no tree is given.
    PI_CODING_AGENT_DIR  the pi agent directory; the tree is its sessions/ when
                         PI_SESSIONS_DIR is unset (default ~/.pi/agent/sessions).
-   PISESS_HUGE_PAGES    off: do not ask Linux to back the first 32 MiB of the
-                        heap with transparent huge pages (fewer page faults,
-                        a few MB more RSS).
+   PISESS_HUGE_PAGES    off: migrate, fsck, verify, build and upgrade do not ask
+                        Linux to back the first 32 MiB of their heap with
+                        transparent huge pages (fewer page faults, a few MB
+                        more RSS).
 `
 
 const globalExitHelp = `EXIT STATUS (one value, never combined):
