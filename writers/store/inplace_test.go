@@ -20,7 +20,14 @@ import (
 // returns the index digest's state (IndexSHA256State).
 func inPlaceChain(tb testing.TB, dir string, ids []string) []byte {
 	tb.Helper()
-	w, err := Create(dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock})
+	return chainStore(tb, dir, ids, 1024)
+}
+
+// chainStore is inPlaceChain with segments of maxSegment bytes (0: the
+// default).
+func chainStore(tb testing.TB, dir string, ids []string, maxSegment int64) []byte {
+	tb.Helper()
+	w, err := Create(dir, Options{MaxSegmentBytes: maxSegment, Clock: fixedClock})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -79,18 +86,7 @@ func TestContinueInPlace(t *testing.T) {
 					last = base[len(base)-1]
 				}
 				appendChain(t, w, last, more)
-				if _, err := w.WriteManifest(testSession, "jsonl_v3"); err != nil {
-					t.Fatal(err)
-				}
-				if err := w.Seal(); err != nil {
-					t.Fatal(err)
-				}
-				if err := w.Close(); err != nil {
-					t.Fatal(err)
-				}
-				if d := fixtures.TreeDigest(t, dir); !maps.Equal(d, fixtures.TreeDigest(t, full)) {
-					t.Fatalf("the store continued in place differs from the one written at once:\n%v\n%v", d, fixtures.TreeDigest(t, full))
-				}
+				sealSame(t, w, dir, full)
 			})
 		}
 	}
@@ -325,24 +321,10 @@ func TestContinueInPlaceRefuses(t *testing.T) {
 // store), and appends many times their size give the same bytes as the
 // store written at once.
 func TestContinueInPlaceSmallBuffer(t *testing.T) {
-	build := func(dir string, ids []string) {
-		w, err := Create(dir, Options{Clock: fixedClock})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
-		appendChain(t, w, "", ids)
-		if _, err := w.WriteManifest(testSession, "jsonl_v3"); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Seal(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	base, more := chainIDs("a", 6), chainIDs("b", 2000)
 	dir, full := filepath.Join(t.TempDir(), "s.v2"), filepath.Join(t.TempDir(), "s.v2")
-	build(dir, base)
-	build(full, append(append([]string{}, base...), more...))
+	chainStore(t, dir, base, 0)
+	chainStore(t, full, append(append([]string{}, base...), more...), 0)
 
 	w, _, err := ContinueInPlace(context.Background(), dir, Options{Clock: fixedClock})
 	if err != nil {
@@ -356,6 +338,17 @@ func TestContinueInPlaceSmallBuffer(t *testing.T) {
 		t.Errorf("index buffer of %d bytes, want %d", got, appendBufferSize/4)
 	}
 	appendChain(t, w, base[len(base)-1], more)
+	sealSame(t, w, dir, full)
+	seg := SegmentPath(dir, 1)
+	if fi, err := os.Stat(seg); err != nil || fi.Size() < 4*appendBufferSize {
+		t.Fatalf("segment %s: %v, want more than %d bytes written", seg, err, 4*appendBufferSize)
+	}
+}
+
+// sealSame writes w's manifest, seals and closes it, and checks that the
+// store at dir is byte for byte the one at full.
+func sealSame(t *testing.T, w *Writer, dir, full string) {
+	t.Helper()
 	if _, err := w.WriteManifest(testSession, "jsonl_v3"); err != nil {
 		t.Fatal(err)
 	}
@@ -364,10 +357,6 @@ func TestContinueInPlaceSmallBuffer(t *testing.T) {
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
-	}
-	seg := SegmentPath(dir, 1)
-	if fi, err := os.Stat(seg); err != nil || fi.Size() < 4*appendBufferSize {
-		t.Fatalf("segment %s: %v, want more than %d bytes written", seg, err, 4*appendBufferSize)
 	}
 	if d := fixtures.TreeDigest(t, dir); !maps.Equal(d, fixtures.TreeDigest(t, full)) {
 		t.Fatalf("the store continued in place differs from the one written at once:\n%v\n%v", d, fixtures.TreeDigest(t, full))
