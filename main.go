@@ -7,7 +7,6 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"runtime"
 	"runtime/debug"
 	"syscall"
 
@@ -22,14 +21,6 @@ func main() {
 	// follows the live heap (memlimit.go), so that the growth GOGC=400
 	// allows stays within 64 MiB of RSS. GOGC and GOMEMLIMIT from the
 	// environment still win.
-	// One P more than the CPUs (GOMAXPROCS from the environment still
-	// wins): a goroutine in a system call keeps its P until the runtime's
-	// monitor hands it on, and pisess's calls block often and briefly (a
-	// syncfs, an unlink on a file system mounted with discard, a write held
-	// up by the journal), while the CPUs have room for the Go work that
-	// waits for a P. A steady refresh, median of 10 alternating runs: 0.40
-	// -> 0.37 s; a full migration not slower (issue 14, scripts/bench).
-	runtime.GOMAXPROCS(procsFor(os.Getenv("GOMAXPROCS"), runtime.GOMAXPROCS(0)))
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
@@ -44,13 +35,4 @@ func main() {
 	stopProfiling()
 	stop()
 	os.Exit(code)
-}
-
-// procsFor is the number of Ps for a run: the runtime's (current) plus
-// one, unless the environment set GOMAXPROCS (env).
-func procsFor(env string, current int) int {
-	if env != "" {
-		return current
-	}
-	return current + 1
 }

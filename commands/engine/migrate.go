@@ -300,6 +300,8 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	}
 	log := zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger()
 	rep := MigrateReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Strict: opt.Strict}
+	enterRun() // one P more while the work is system calls (procs.go)
+	defer exitRun()
 	// Each tree's caches are read on goroutines of their own from when the
 	// walk meets the tree, while it is listed; the walk then takes from
 	// the fresh cache the headers of the session files unchanged since a
@@ -818,7 +820,14 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 				slot := &buildSlot{reading: st.reading, fullReading: reading, staging: staging, holds: st.reading}
 				e := env
 				e.Journal, e.Refresh, e.Fresh, e.slot = jobs[i].journal, jobs[i].refresh, jobs[i].fresh, slot
+				heavy := jobs[i].session.Size >= heavySessionBytes && !lightRefresh(env, jobs[i])
+				if heavy {
+					heavyStart()
+				}
 				results[i] = runSession(ctx, e, jobs[i].session, jobs[i].plan, correlationID)
+				if heavy {
+					heavyEnd()
+				}
 				slot.release()
 				if finished != nil {
 					finished(i, results[i])
