@@ -12,20 +12,21 @@ import (
 // The first 32 MiB that the Go heap of a migration (or fsck, verify,
 // build, upgrade) uses are advised to be backed by transparent huge pages
 // (madvise MADV_HUGEPAGE; the kernel's default mode "madvise" gives them
-// to no memory otherwise). Every page the heap first
-// touches is a page fault, ~16 µs of CPU on the machine of scripts/bench (a
-// PVM guest): a steady refresh of 2,000 sessions touched ~27 MB and spent
-// a fifth of its CPU in ~7,000 faults; with 2 MiB pages it takes ~1,900
-// (issue 14). Only the first 32 MiB, so that the rounding to whole huge
-// pages adds a few megabytes of RSS at most (the migration of a million
-// entries stays within 64 MiB). The advice changes no byte of memory;
-// where the kernel has no huge pages it is refused and nothing changes.
+// to no memory otherwise). Every page the heap first touches is a page
+// fault, ~16 µs of CPU on the machine of scripts/bench (a PVM guest): a
+// steady refresh of 2,000 sessions touched ~27 MB and spent a fifth of its
+// CPU in ~7,000 faults; with 2 MiB pages it takes ~1,900 (issue 14). Only
+// the first 32 MiB, so that the rounding to whole huge pages adds a few
+// megabytes of RSS at most (the migration of a million entries stays
+// within 64 MiB). The advice changes no byte of memory; where the kernel
+// has no huge pages it is refused and nothing changes.
 const (
 	hugeHeapBytes = 32 << 20
 	hugePageBytes = 2 << 20
 )
 
-// hugePagesEnv turns the advice off when it is "off", "0" or "false".
+// hugePagesEnv turns the advice off when it is "off", "0", "false" or
+// "no".
 const hugePagesEnv = "PISESS_HUGE_PAGES"
 
 // adviseHeapHugePages advises the first n bytes of the heap: a slice of n

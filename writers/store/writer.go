@@ -488,8 +488,8 @@ func (w *Writer) Close() error {
 		w.idx = nil
 	}
 	// The buffers were flushed (or the store is being discarded): hand
-	// them to the next store.
-	// Each pool takes back only buffers of its size.
+	// them to the next store (each pool takes back only buffers of its
+	// size).
 	segBufPool.Put(w.segBuf)
 	idxBufPool.Put(w.idxBuf)
 	appendSegBufPool.Put(w.segBuf)
