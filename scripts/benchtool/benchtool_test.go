@@ -181,3 +181,29 @@ func TestFreshIDStartsAnewEachAppend(t *testing.T) {
 		t.Fatalf("taken %s: got %s after %d candidates", first, id, tries)
 	}
 }
+
+// TestStatusMedian: the long session's status, timed five times, is
+// reported as the median of the runs; the steps of other names and the
+// numbered ones are not taken for a base of their own.
+func TestStatusMedian(t *testing.T) {
+	s := &Summary{Steps: []Step{
+		{Name: "migrate 1000000 entries", Seconds: 10},
+		{Name: "status 1000000 entries", Seconds: 0.09},
+		{Name: "status 1000000 entries #2", Seconds: 0.03},
+		{Name: "status 1000000 entries #3", Seconds: 0.04},
+		{Name: "status 1000000 entries #4", Seconds: 0.035},
+		{Name: "status 1000000 entries #5", Seconds: 0.2},
+	}, Ratios: map[string]float64{}}
+	s.figures()
+	if got := s.Figures["statusSecondsMedian"]; got != 0.04 {
+		t.Errorf("median %v, want 0.04", got)
+	}
+	if got := s.Figures["statusRuns"]; got != 5 {
+		t.Errorf("%v runs, want 5", got)
+	}
+	var out strings.Builder
+	s.print(&out)
+	if !strings.Contains(out.String(), "status of the long session, median of 5 (seconds)") {
+		t.Errorf("the figure is not printed:\n%s", out.String())
+	}
+}

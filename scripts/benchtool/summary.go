@@ -55,6 +55,7 @@ type Summary struct {
 	Params       map[string]string  `json:"params"`
 	Steps        []Step             `json:"steps"`
 	Ratios       map[string]float64 `json:"ratios"`
+	Figures      map[string]float64 `json:"figures,omitempty"` // not ratios: medians of repeated steps, in seconds
 	Read         *ReadResult        `json:"read,omitempty"`
 	GoBenchmarks []GoBenchmark      `json:"goBenchmarks,omitempty"`
 	Notes        []string           `json:"notes,omitempty"`
@@ -114,6 +115,7 @@ func runSummary(args []string) error {
 		}
 	}
 	s.ratios()
+	s.figures()
 	s.notes()
 	s.print(os.Stdout)
 	if *jsonOut != "" {
@@ -209,6 +211,46 @@ func (s *Summary) step(name string) *Step {
 
 // ratios are all taken within this one run. Throughput ratios are A's MB/s
 // over B's (below 1: A is slower); time ratios are A's seconds over B's.
+// repeated returns the seconds of the steps named base, "base #2",
+// "base #3" and so on (those that ran), sorted.
+func (s *Summary) repeated(base string) []float64 {
+	var secs []float64
+	for i := 1; ; i++ {
+		name := base
+		if i > 1 {
+			name = fmt.Sprintf("%s #%d", base, i)
+		}
+		st := s.step(name)
+		if st == nil {
+			break
+		}
+		if st.Seconds > 0 {
+			secs = append(secs, st.Seconds)
+		}
+	}
+	slices.Sort(secs)
+	return secs
+}
+
+// figures are the medians of the steps timed more than once for a figure
+// of their own: the status of the long session (a 40 ms command is at
+// the mercy of one stall; scripts/bench times it five times).
+func (s *Summary) figures() {
+	for _, st := range s.Steps {
+		base, ok := strings.CutPrefix(st.Name, "status ")
+		if !ok || strings.Contains(base, "#") {
+			continue
+		}
+		if secs := s.repeated(st.Name); len(secs) > 0 {
+			if s.Figures == nil {
+				s.Figures = map[string]float64{}
+			}
+			s.Figures["statusSecondsMedian"] = secs[(len(secs)-1)/2]
+			s.Figures["statusRuns"] = float64(len(secs))
+		}
+	}
+}
+
 func (s *Summary) ratios() {
 	sha, cp, j1, j2 := s.step("sha256sum"), s.step("cp -a"), s.step("migrate --jobs 1"), s.step("migrate --jobs 2")
 	refresh, noop := s.step("refresh 10%"), s.step("no-op re-run")
@@ -246,13 +288,7 @@ func (s *Summary) ratios() {
 			// The steady refresh is timed more than once (scripts/bench):
 			// a half-second run is at the mercy of one stall of a noisy
 			// machine, so the ratio is the median's, with the extremes.
-			var secs []float64
-			for _, name := range []string{"refresh 10%", "refresh 10% #2", "refresh 10% #3"} {
-				if st := s.step(name); st != nil && st.Seconds > 0 {
-					secs = append(secs, st.Seconds)
-				}
-			}
-			slices.Sort(secs)
+			secs := s.repeated("refresh 10%")
 			if len(secs) > 0 {
 				put("refreshSecondsOverFullMigrate", secs[(len(secs)-1)/2], j1.Seconds)
 			}
@@ -336,6 +372,9 @@ func (s *Summary) print(w io.Writer) {
 		if v, ok := s.Ratios[r.key]; ok {
 			fmt.Fprintf(w, "  %-52s %8.3f\n", r.label, v)
 		}
+	}
+	if v, ok := s.Figures["statusSecondsMedian"]; ok {
+		fmt.Fprintf(w, "  %-52s %8.3f\n", fmt.Sprintf("status of the long session, median of %.0f (seconds)", s.Figures["statusRuns"]), v)
 	}
 	if r := s.Read; r != nil {
 		fmt.Fprintf(w, "\n  readers/jsonl: %d sessions, %d entries, largest session %.1f MB; peak RSS %.1f MB (VmHWM), peak live heap %.1f MB, %.2f bytes allocated per source byte, %d GC cycles\n",
