@@ -209,8 +209,6 @@ func (s *Summary) step(name string) *Step {
 	return nil
 }
 
-// ratios are all taken within this one run. Throughput ratios are A's MB/s
-// over B's (below 1: A is slower); time ratios are A's seconds over B's.
 // repeated returns the seconds of the steps named base, "base #2",
 // "base #3" and so on (those that ran), sorted.
 func (s *Summary) repeated(base string) []float64 {
@@ -245,12 +243,18 @@ func (s *Summary) figures() {
 			if s.Figures == nil {
 				s.Figures = map[string]float64{}
 			}
-			s.Figures["statusSecondsMedian"] = secs[(len(secs)-1)/2]
+			s.Figures["statusSecondsMedian"] = median(secs)
 			s.Figures["statusRuns"] = float64(len(secs))
 		}
 	}
 }
 
+// median is the middle of sorted secs (the lower of the two middles of an
+// even count); secs is not empty.
+func median(secs []float64) float64 { return secs[(len(secs)-1)/2] }
+
+// ratios are all taken within this one run. Throughput ratios are A's MB/s
+// over B's (below 1: A is slower); time ratios are A's seconds over B's.
 func (s *Summary) ratios() {
 	sha, cp, j1, j2 := s.step("sha256sum"), s.step("cp -a"), s.step("migrate --jobs 1"), s.step("migrate --jobs 2")
 	refresh, noop := s.step("refresh 10%"), s.step("no-op re-run")
@@ -290,7 +294,7 @@ func (s *Summary) ratios() {
 			// machine, so the ratio is the median's, with the extremes.
 			secs := s.repeated("refresh 10%")
 			if len(secs) > 0 {
-				put("refreshSecondsOverFullMigrate", secs[(len(secs)-1)/2], j1.Seconds)
+				put("refreshSecondsOverFullMigrate", median(secs), j1.Seconds)
 			}
 			if len(secs) > 1 {
 				put("refreshFastestSecondsOverFullMigrate", secs[0], j1.Seconds)
