@@ -148,6 +148,12 @@ func writeBenchStore(tb testing.TB, dir string, entries []benchEntry) {
 			tb.Fatal(err)
 		}
 	}
+	finishStore(tb, w)
+}
+
+// finishStore writes w's manifest (of testSession), seals and closes it.
+func finishStore(tb testing.TB, w *Writer) {
+	tb.Helper()
 	if _, err := w.WriteManifest(testSession, "jsonl_v3"); err != nil {
 		tb.Fatal(err)
 	}

@@ -349,15 +349,7 @@ func TestContinueInPlaceSmallBuffer(t *testing.T) {
 // store at dir is byte for byte the one at full.
 func sealSame(t *testing.T, w *Writer, dir, full string) {
 	t.Helper()
-	if _, err := w.WriteManifest(testSession, "jsonl_v3"); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Seal(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	finishStore(t, w)
 	if d := fixtures.TreeDigest(t, dir); !maps.Equal(d, fixtures.TreeDigest(t, full)) {
 		t.Fatalf("the store continued in place differs from the one written at once:\n%v\n%v", d, fixtures.TreeDigest(t, full))
 	}
