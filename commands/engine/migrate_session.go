@@ -20,6 +20,7 @@ import (
 	"pisess/verify"
 	"pisess/writers"
 	"pisess/writers/durable"
+	"pisess/writers/store"
 	"pisess/writers/upgrade"
 	"pisess/writers/wire"
 )
@@ -477,6 +478,7 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("staging: %w", err))
 	}
 	durable.Failpoint(fpAfterStagingSeal)
+	x.dropCached(staging)
 	// The lock keeps pi out, but a writer that ignores it (the TypeScript
 	// pi takes none) may have changed the file: never install a sidecar
 	// that claims a fingerprint the source no longer has.
@@ -515,6 +517,18 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 	durable.Failpoint(fpAfterCompleted)
 	res.Outcome = OutcomeDone
 	return res
+}
+
+// dropCached gives back the cached pages of the sealed staging store's
+// segments and index (durable.Ops.DropCached): verification has read them
+// back, and the next read is pi's, later. Advice only: a failure is
+// logged and changes nothing.
+func (x *session) dropCached(staging string) {
+	for _, dir := range []string{store.SegmentsPath(staging), store.IndexDirPath(staging)} {
+		if err := x.env.Ops.DropCached(dir); err != nil {
+			x.env.Log.Debug().Str("session", x.s.Path).Err(err).Msg("cached pages not dropped")
+		}
+	}
 }
 
 // storeEvents are the events of the session's migration that its store's
