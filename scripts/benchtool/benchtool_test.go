@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,6 +157,29 @@ func TestSteadyRefreshMedian(t *testing.T) {
 	r = sum(Step{Name: "refresh 10%", Seconds: 0.75})
 	if _, ok := r["refreshFastestSecondsOverFullMigrate"]; r["refreshSecondsOverFullMigrate"] != 0.75/10 || ok {
 		t.Errorf("one run: %v", r)
+	}
+}
+
+// TestJobs2Ceiling: --jobs 1 keeping 1.6 CPUs busy on a machine whose two
+// halves run 1.8× as fast as one leaves --jobs 2 at most 1.8 / 1.6; a
+// --jobs 1 that keeps less than one CPU busy is taken as one.
+func TestJobs2Ceiling(t *testing.T) {
+	sum := func(j1CPU float64) map[string]float64 {
+		s := &Summary{Steps: []Step{
+			{Name: "sha256sum", Seconds: 3.6},
+			{Name: "sha256sum, 2 at once", Seconds: 2},
+			{Name: "migrate --jobs 1", Seconds: 10, CPUSeconds: j1CPU},
+			{Name: "migrate --jobs 2", Seconds: 8},
+		}, Ratios: map[string]float64{}}
+		s.ratios()
+		return s.Ratios
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if r := sum(16); !near(r["jobs1CPUsBusy"], 1.6) || !near(r["jobs2SpeedUpCeiling"], 1.8/1.6) {
+		t.Errorf("1.6 CPUs busy: %v", r)
+	}
+	if r := sum(8); !near(r["jobs1CPUsBusy"], 0.8) || !near(r["jobs2SpeedUpCeiling"], 1.8) {
+		t.Errorf("0.8 CPUs busy: %v", r)
 	}
 }
 

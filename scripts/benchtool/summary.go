@@ -281,6 +281,16 @@ func (s *Summary) ratios() {
 				put("jobs2SpeedUpOverMachine2", j1.Seconds/j2.Seconds, sha.Seconds/sha2.Seconds)
 			}
 		}
+		// --jobs 1 is itself a pipeline (a session decoded on one goroutine
+		// while the one before is written, verified, installed): the CPUs
+		// it keeps busy leave --jobs 2 only the machine's two-way speed-up
+		// divided by them, whatever the code does with the second job.
+		put("jobs1CPUsBusy", j1.CPUSeconds, j1.Seconds)
+		if busy := s.Ratios["jobs1CPUsBusy"]; busy > 0 {
+			if sha2 := s.step("sha256sum, 2 at once"); sha != nil && sha2 != nil && sha2.Seconds > 0 {
+				put("jobs2SpeedUpCeiling", sha.Seconds/sha2.Seconds, max(busy, 1))
+			}
+		}
 		if j4 := s.step("migrate --jobs 4"); j4 != nil {
 			put("jobs4SpeedUp", j1.Seconds, j4.Seconds)
 		}
@@ -363,6 +373,8 @@ func (s *Summary) print(w io.Writer) {
 		{"sha256sum2SpeedUp", "machine's two-way speed-up (sha256sum, 2 halves)"},
 		{"jobs2SpeedUp", "speed-up --jobs 2 over --jobs 1 (time 1 ÷ time 2)"},
 		{"jobs2SpeedUpOverMachine2", "--jobs 2 speed-up ÷ the machine's two-way speed-up"},
+		{"jobs1CPUsBusy", "CPUs --jobs 1 keeps busy (CPU s ÷ time)"},
+		{"jobs2SpeedUpCeiling", "  so --jobs 2 can give at most (two-way ÷ that)"},
 		{"jobs4SpeedUp", "speed-up --jobs 4 over --jobs 1 (time 1 ÷ time 4)"},
 		{"fsyncCallsPerMigratedSession", "fsync-class calls per migrated session (strace)"},
 		{"refreshFirstSecondsOverFullMigrate", "first refresh of 10% stale ÷ full migrate (time)"},
