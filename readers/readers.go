@@ -72,6 +72,17 @@ type Source interface {
 	Close() error
 }
 
+// Appender is implemented by a source that can append an entry's payload
+// to a buffer its caller owns instead of allocating one per entry (a
+// session of a million entries made a million payloads for the collector).
+// The entry's Payload is then a part of the returned buffer (buf itself,
+// or a larger copy when it did not fit), capped at its own end, and stays
+// valid until the caller reuses that buffer.
+type Appender interface {
+	Source
+	NextAppend(buf []byte) (Entry, []byte, error)
+}
+
 // Linked is implemented by a source that checks its entries' links itself
 // before it yields any: ids unique, every parent present, no cycle (the
 // reference's order of refusals). Branches counts the entries with two or

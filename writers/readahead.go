@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"pisess/readers"
+	"pisess/writers/bufpool"
 )
 
 // A batch of entries read ahead is handed over when it holds this many
@@ -14,11 +15,28 @@ const (
 	aheadBytes   = 256 << 10
 )
 
+// aheadArenas hold the payloads of a batch read from a readers.Appender:
+// one buffer a batch, handed back once its entries are written, instead of
+// a slice an entry. A batch ends at the entry that reaches aheadBytes, so
+// the arena has room for one more of ordinary size; a batch that outgrows
+// it gets a larger copy, which is not kept.
+var aheadArenas = bufpool.NewBytes(aheadBytes + 64<<10)
+
 // entryBatch is a run of entries read ahead, in source order; err (io.EOF
-// at the end) follows its entries.
+// at the end) follows its entries. arena, when set, holds their payloads.
 type entryBatch struct {
 	entries []readers.Entry
 	err     error
+	arena   []byte
+}
+
+// release hands the batch's arena back: its entries' payloads must not be
+// used after.
+func (b *entryBatch) release() {
+	if b.arena != nil {
+		aheadArenas.Put(b.arena[:cap(b.arena)])
+		b.arena = nil
+	}
 }
 
 // readAhead reads src on a goroutine of its own, so that decoding the
@@ -35,10 +53,14 @@ type entryBatch struct {
 func readAhead(ctx context.Context, src readers.Source) (batches <-chan entryBatch, stop func()) {
 	out := make(chan entryBatch)
 	done := make(chan struct{})
+	app, _ := src.(readers.Appender)
 	go func() {
 		defer close(out)
 		for {
 			b := entryBatch{entries: make([]readers.Entry, 0, aheadEntries)}
+			if app != nil {
+				b.arena = aheadArenas.Get()[:0]
+			}
 			size := 0
 			for len(b.entries) < aheadEntries && size < aheadBytes {
 				if err := ctx.Err(); err != nil {
@@ -50,7 +72,13 @@ func readAhead(ctx context.Context, src readers.Source) (batches <-chan entryBat
 					return // the writer stopped: read no further
 				default:
 				}
-				e, err := src.Next()
+				var e readers.Entry
+				var err error
+				if app != nil {
+					e, b.arena, err = app.NextAppend(b.arena)
+				} else {
+					e, err = src.Next()
+				}
 				if err != nil {
 					b.err = err
 					break

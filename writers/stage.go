@@ -114,6 +114,7 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 				opt.Progress(int64(row.ByteLength))
 			}
 		}
+		b.release() // Append copied every payload into its frame
 		if errors.Is(b.err, io.EOF) {
 			break
 		}

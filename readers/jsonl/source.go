@@ -149,32 +149,49 @@ func (s *Source) Close() error {
 // is known only at the end: entries are trustworthy once Next has returned
 // io.EOF, and a caller that gets an error instead discards what it built.
 func (s *Source) Next() (readers.Entry, error) {
-	if s.err != nil {
-		return readers.Entry{}, s.err
-	}
-	e, err := s.next()
-	if err != nil {
-		s.err = err
-	}
+	e, _, err := s.NextAppend(nil)
 	return e, err
 }
 
-func (s *Source) next() (readers.Entry, error) {
+// NextAppend is Next with the payload appended to buf (readers.Appender);
+// a nil buf gives the entry a payload of its own, as Next does.
+func (s *Source) NextAppend(buf []byte) (readers.Entry, []byte, error) {
+	if s.err != nil {
+		return readers.Entry{}, buf, s.err
+	}
+	e, buf, err := s.next(buf)
+	if err != nil {
+		s.err = err
+	}
+	return e, buf, err
+}
+
+// appendPayload appends e's canonical payload to buf (nil: a slice of its
+// own) and returns it, capped, with the buffer that holds it.
+func appendPayload(e *payload.Entry, buf []byte) (p, grown []byte) {
+	if buf == nil {
+		return e.Canonical(), nil
+	}
+	grown = e.AppendCanonical(buf)
+	return grown[len(buf):len(grown):len(grown)], grown
+}
+
+func (s *Source) next(buf []byte) (readers.Entry, []byte, error) {
 	for {
 		line, _, err := s.lr.Next()
 		if err == io.EOF {
 			if !s.graph.Done() || s.lr.Offset() != s.size {
-				return readers.Entry{}, s.changed(s.lr.Line())
+				return readers.Entry{}, buf, s.changed(s.lr.Line())
 			}
 			if err := s.unchanged(); err != nil {
-				return readers.Entry{}, err
+				return readers.Entry{}, buf, err
 			}
 			s.graph.Release()
-			return readers.Entry{}, io.EOF
+			return readers.Entry{}, buf, io.EOF
 		}
 		n := s.lr.Line()
 		if err != nil {
-			return readers.Entry{}, s.changed(n)
+			return readers.Entry{}, buf, s.changed(n)
 		}
 		if n == 1 || rustTrimEmpty(line) {
 			continue
@@ -182,28 +199,30 @@ func (s *Source) next() (readers.Entry, error) {
 		e, err := s.dec.Decode(line)
 		if err != nil {
 			if !s.light {
-				return readers.Entry{}, s.changed(n)
+				return readers.Entry{}, buf, s.changed(n)
 			}
 			if err := s.unchanged(); err != nil {
-				return readers.Entry{}, err
+				return readers.Entry{}, buf, err
 			}
-			return readers.Entry{}, s.entryRefusal(n, line, err)
+			return readers.Entry{}, buf, s.entryRefusal(n, line, err)
 		}
 		id, synthesized, err := s.graph.Resolve(n, e)
 		if err != nil {
-			return readers.Entry{}, err
+			return readers.Entry{}, buf, err
 		}
+		var p []byte
+		p, buf = appendPayload(e, buf)
 		return readers.Entry{
 			ID:            id,
 			ParentID:      e.ParentID,
 			Type:          e.Type,
 			Timestamp:     e.Timestamp,
-			Payload:       e.Canonical(),
+			Payload:       p,
 			Position:      n,
 			SynthesizedID: synthesized,
 			Role:          e.Role,
 			Name:          e.Name,
-		}, nil
+		}, buf, nil
 	}
 }
 
