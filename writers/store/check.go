@@ -172,6 +172,14 @@ type rowFacts struct {
 // rowsKept: see checker.rows. A variable for the tests.
 var rowsKept = 1 << 16
 
+// The shortest and longest index rows the writer makes (171 and 393 bytes
+// with the newline): one-digit numbers and a one-character id; 20-digit
+// numbers and a 128-character id. Only estimates of a row count use them.
+const (
+	minIndexRowBytes = 170
+	maxIndexRowBytes = 400
+)
+
 type checkpointDoc struct {
 	wire.Checkpoint
 	path string
@@ -325,12 +333,19 @@ func (c *checker) readIndex() {
 		return
 	}
 	c.indexPresent = true
-	f, _, err := openRegular(c.s.ops, path)
+	f, size, err := openRegular(c.s.ops, path)
 	if err != nil {
 		c.addf(ClassBadDocument, path, "cannot open: %v", err)
 		return
 	}
 	defer f.Close()
+	// Room for every row at once, or none when there are surely more than
+	// rowsKept: grown by appends, and dropped at rowsKept, they cost about
+	// twice their size in allocations, all of it wasted on a large store.
+	keep := size/maxIndexRowBytes < int64(rowsKept)
+	if keep {
+		c.rows = make([]indexedRow, 0, min(size/minIndexRowBytes+1, int64(rowsKept)))
+	}
 	lr := newLineReader(f)
 	var prev wire.IndexRow
 	for {
@@ -370,10 +385,10 @@ func (c *checker) readIndex() {
 			bad("segmentSeq %d follows %d: segments must not go backwards", row.SegmentSeq, prev.SegmentSeq)
 			return
 		}
-		if c.nrows < rowsKept {
+		if keep && c.nrows < rowsKept {
 			c.rows = append(c.rows, indexedRow{row, lr.line})
 		} else {
-			c.rows = nil
+			c.rows, keep = nil, false
 		}
 		c.nrows++
 		c.facts.bytes += row.ByteLength

@@ -495,3 +495,33 @@ func rewriteIndexRows(tb testing.TB, dir string, rows []wire.IndexRow) {
 		tb.Fatal(err)
 	}
 }
+
+// The index rows kept in memory are allocated once, sized from the index
+// file; an index surely longer than rowsKept rows keeps none from its first
+// row, and the check finds the same either way.
+func TestIndexRowsAllocatedOnce(t *testing.T) {
+	dir := goodStore(t)
+	fi, err := os.Stat(IndexPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() *checker {
+		c := &checker{s: mustOpen(t, dir), segs: map[uint64]*segInfo{}, fastFrames: true}
+		c.check()
+		return c
+	}
+	c := run()
+	if len(c.problems) != 0 || c.nrows < 2 || len(c.rows) != c.nrows {
+		t.Fatalf("problems %v, %d rows, %d kept", c.problems, c.nrows, len(c.rows))
+	}
+	if want := int(fi.Size()/minIndexRowBytes + 1); cap(c.rows) != want {
+		t.Errorf("rows' capacity %d, want %d: grown by appends", cap(c.rows), want)
+	}
+	saved := rowsKept
+	rowsKept = int(fi.Size() / maxIndexRowBytes)
+	defer func() { rowsKept = saved }()
+	r := run()
+	if r.rows != nil || len(r.problems) != 0 || r.chain != c.chain || r.nrows != c.nrows {
+		t.Errorf("rowsKept %d: rows kept %d, problems %v, chain %s (want %s)", rowsKept, len(r.rows), r.problems, r.chain, c.chain)
+	}
+}
