@@ -17,10 +17,11 @@ const (
 
 // aheadArenas hold the payloads of a batch read from a readers.Appender:
 // one buffer a batch, handed back once its entries are written, instead of
-// a slice an entry. A batch ends at the entry that reaches aheadBytes, so
-// the arena has room for one more of ordinary size; a batch that outgrows
-// it gets a larger copy, which is not kept.
-var aheadArenas = bufpool.NewBytes(aheadBytes + 64<<10)
+// a slice an entry. An arena grows to what the batches of the run need (a
+// batch ends at the entry that reaches aheadBytes, so one of large entries
+// needs a little more than that; one of 256 small ones, less) and is kept
+// up to 1 MiB: three at a time per job hold no more than the payloads did.
+var aheadArenas = bufpool.NewArenas(64<<10, 1<<20)
 
 // entryBatch is a run of entries read ahead, in source order; err (io.EOF
 // at the end) follows its entries. arena, when set, holds their payloads.
@@ -34,7 +35,7 @@ type entryBatch struct {
 // used after.
 func (b *entryBatch) release() {
 	if b.arena != nil {
-		aheadArenas.Put(b.arena[:cap(b.arena)])
+		aheadArenas.Put(b.arena)
 		b.arena = nil
 	}
 }
@@ -59,7 +60,7 @@ func readAhead(ctx context.Context, src readers.Source) (batches <-chan entryBat
 		for {
 			b := entryBatch{entries: make([]readers.Entry, 0, aheadEntries)}
 			if app != nil {
-				b.arena = aheadArenas.Get()[:0]
+				b.arena = aheadArenas.Get()
 			}
 			size := 0
 			for len(b.entries) < aheadEntries && size < aheadBytes {

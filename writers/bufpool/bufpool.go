@@ -111,3 +111,40 @@ func (p *Bytes) Put(b []byte) {
 	default:
 	}
 }
+
+// Arenas is a free list of byte slices that grow with their use: each is
+// handed out empty, with the capacity its last user left it, and kept
+// while that is at most max. A user whose data outgrows it appends, and
+// what it hands back has room for the next one of its kind.
+type Arenas struct {
+	min, max int
+	free     chan []byte
+}
+
+// NewArenas makes a free list of arenas of at least min bytes, keeping
+// none larger than max.
+func NewArenas(min, max int) *Arenas {
+	return &Arenas{min: min, max: max, free: make(chan []byte, keep)}
+}
+
+// Get returns an empty arena.
+func (p *Arenas) Get() []byte {
+	select {
+	case b := <-p.free:
+		return b[:0]
+	default:
+		return make([]byte, 0, p.min)
+	}
+}
+
+// Put hands b back (dropped when the list is full or b has grown past
+// max).
+func (p *Arenas) Put(b []byte) {
+	if cap(b) < p.min || cap(b) > p.max {
+		return
+	}
+	select {
+	case p.free <- b:
+	default:
+	}
+}

@@ -68,3 +68,28 @@ func TestBytesReuse(t *testing.T) {
 		t.Fatalf("got %d bytes", len(got))
 	}
 }
+
+func TestArenasKeepTheirGrowth(t *testing.T) {
+	p := NewArenas(64, 1024)
+	a := p.Get()
+	if len(a) != 0 || cap(a) < 64 {
+		t.Fatalf("new arena: len %d cap %d", len(a), cap(a))
+	}
+	a = append(a, bytes.Repeat([]byte("x"), 300)...) // outgrows 64
+	p.Put(a)
+	runtime.GC()
+	b := p.Get()
+	if len(b) != 0 || cap(b) != cap(a) || &b[:1][0] != &a[0] {
+		t.Fatalf("handed back an arena of cap %d, got len %d cap %d (another array: %v)", cap(a), len(b), cap(b), &b[:1][0] != &a[0])
+	}
+	p.Put(make([]byte, 0, 4096)) // past max: dropped
+	if c := p.Get(); cap(c) != 64 {
+		t.Fatalf("an arena past max was kept: cap %d", cap(c))
+	}
+	for i := 0; i < keep+5; i++ {
+		p.Put(make([]byte, 0, 128))
+	}
+	if n := len(p.free); n != keep {
+		t.Fatalf("%d arenas kept, want at most %d", n, keep)
+	}
+}
