@@ -355,7 +355,7 @@ func (s *Summary) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "   %s; peak RSS from %s; 1 MB = 10^6 bytes\n\n", strings.Join(ps, " "), m.RSSSource)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "step\tseconds\tCPU s\tMB\tMB/s\tMB/CPU-s\tpeak RSS MB\tload\tsessions\t")
+	fmt.Fprintln(tw, "step\tseconds\tCPU s\tMB\tMB/s\tMB/CPU-s\tpeak RSS MiB\tload\tsessions\t")
 	for _, st := range s.Steps {
 		what := ""
 		if t := st.Totals; t != nil {
