@@ -77,7 +77,8 @@ type Source interface {
 // session of a million entries made a million payloads for the collector).
 // The entry's Payload is then a part of the returned buffer (buf itself,
 // or a larger copy when it did not fit), capped at its own end, and stays
-// valid until the caller reuses that buffer.
+// valid until the caller reuses that buffer; a large entry's payload may
+// be a slice of its own.
 type Appender interface {
 	Source
 	NextAppend(buf []byte) (Entry, []byte, error)

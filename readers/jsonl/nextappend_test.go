@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -73,5 +74,32 @@ func TestNextAppendVectors(t *testing.T) {
 				t.Errorf("%s: buffer holds %d bytes, the payloads %d", src, len(last), end)
 			}
 		}
+	}
+}
+
+// A long entry that does not fit in what is left of the buffer gets a
+// payload of its own, and the buffer comes back as it was: the buffer is
+// not grown by copies for it. Short entries around it still go into the
+// buffer.
+func TestNextAppendLongEntryOwnPayload(t *testing.T) {
+	long := strings.Replace(msg("b2", "a1"), `"hi b2"`, `"`+strings.Repeat("x", 2*ownPayloadBytes)+`"`, 1)
+	path := writeFile(t, "long.jsonl", session(msg("a1", ""), long, msg("c3", "b2")))
+	buf := make([]byte, 0, 4096)
+	got, last, err := readAppending(t, path, buf)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("%d entries, %v", len(got), err)
+	}
+	inBuf := func(p []byte) bool {
+		return len(p) > 0 && uintptr(unsafe.Pointer(&p[0])) >= uintptr(unsafe.Pointer(&buf[:1][0])) &&
+			uintptr(unsafe.Pointer(&p[0])) < uintptr(unsafe.Pointer(&buf[:1][0]))+uintptr(cap(buf))
+	}
+	if !inBuf(got[0].Payload) || inBuf(got[1].Payload) || !inBuf(got[2].Payload) {
+		t.Errorf("in the buffer: %v %v %v, want true false true", inBuf(got[0].Payload), inBuf(got[1].Payload), inBuf(got[2].Payload))
+	}
+	if cap(last) != cap(buf) || len(last) != len(got[0].Payload)+len(got[2].Payload) {
+		t.Errorf("buffer len %d cap %d after: grown for the long entry", len(last), cap(last))
+	}
+	if len(got[1].Payload) < 2*ownPayloadBytes || !bytes.Contains(got[1].Payload, []byte("xxxx")) {
+		t.Errorf("long payload of %d bytes", len(got[1].Payload))
 	}
 }

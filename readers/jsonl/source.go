@@ -166,11 +166,19 @@ func (s *Source) NextAppend(buf []byte) (readers.Entry, []byte, error) {
 	return e, buf, err
 }
 
-// appendPayload appends e's canonical payload to buf (nil: a slice of its
-// own) and returns it, capped, with the buffer that holds it.
-func appendPayload(e *payload.Entry, buf []byte) (p, grown []byte) {
-	if buf == nil {
-		return e.Canonical(), nil
+// ownPayloadBytes: a line at least this long that does not fit in what is
+// left of the caller's buffer gets a payload of its own, allocated once at
+// about its size, rather than growing the buffer by doubling copies (a
+// 50 MB tool output would briefly hold three times that).
+const ownPayloadBytes = 64 << 10
+
+// appendPayload appends e's canonical payload (about lineLen bytes) to
+// buf and returns it, capped, with the buffer that holds it; with a nil
+// buf, or a long line that does not fit, the payload is a slice of its own
+// and buf is returned as it was.
+func appendPayload(e *payload.Entry, buf []byte, lineLen int) (p, grown []byte) {
+	if buf == nil || lineLen >= ownPayloadBytes && lineLen+64 > cap(buf)-len(buf) {
+		return e.Canonical(), buf
 	}
 	grown = e.AppendCanonical(buf)
 	return grown[len(buf):len(grown):len(grown)], grown
@@ -211,7 +219,7 @@ func (s *Source) next(buf []byte) (readers.Entry, []byte, error) {
 			return readers.Entry{}, buf, err
 		}
 		var p []byte
-		p, buf = appendPayload(e, buf)
+		p, buf = appendPayload(e, buf, len(line))
 		return readers.Entry{
 			ID:            id,
 			ParentID:      e.ParentID,
