@@ -175,7 +175,8 @@ func TestJobs2Ceiling(t *testing.T) {
 		return s.Ratios
 	}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
-	if r := sum(16); !near(r["jobs1CPUsBusy"], 1.6) || !near(r["jobs2SpeedUpCeiling"], 1.8/1.6) {
+	if r := sum(16); !near(r["jobs1CPUsBusy"], 1.6) || !near(r["jobs2SpeedUpCeiling"], 1.8/1.6) ||
+		!near(r["sha256sum2SpeedUp"], 1.8) || !near(r["jobs2SpeedUpOverMachine2"], 10.0/8/1.8) {
 		t.Errorf("1.6 CPUs busy: %v", r)
 	}
 	if r := sum(8); !near(r["jobs1CPUsBusy"], 0.8) || !near(r["jobs2SpeedUpCeiling"], 1.8) {

@@ -263,6 +263,13 @@ func (s *Summary) ratios() {
 			s.Ratios[name] = a / b
 		}
 	}
+	// The machine's own two-way speed-up: what two CPUs give a job that
+	// shares nothing (a VM's two vCPUs may be one core's threads), the
+	// ceiling of the --jobs ratios below.
+	if sha2 := s.step("sha256sum, 2 at once"); sha != nil && sha2 != nil {
+		put("sha256sum2SpeedUp", sha.Seconds, sha2.Seconds)
+	}
+	twoWay := s.Ratios["sha256sum2SpeedUp"]
 	if j1 != nil {
 		if sha != nil {
 			put("migrateJobs1MBpsOverSha256sum", j1.MBps, sha.MBps)
@@ -275,11 +282,7 @@ func (s *Summary) ratios() {
 		}
 		if j2 != nil {
 			put("jobs2SpeedUp", j1.Seconds, j2.Seconds)
-			// The machine's own ceiling: what two CPUs give a job that
-			// shares nothing (a VM's two vCPUs may be one core's threads).
-			if sha2 := s.step("sha256sum, 2 at once"); sha != nil && sha2 != nil && sha2.Seconds > 0 {
-				put("jobs2SpeedUpOverMachine2", j1.Seconds/j2.Seconds, sha.Seconds/sha2.Seconds)
-			}
+			put("jobs2SpeedUpOverMachine2", s.Ratios["jobs2SpeedUp"], twoWay)
 		}
 		// --jobs 1 is itself a pipeline (a session decoded on one goroutine
 		// while the one before is written, verified, installed): the CPUs
@@ -287,9 +290,7 @@ func (s *Summary) ratios() {
 		// divided by them, whatever the code does with the second job.
 		put("jobs1CPUsBusy", j1.CPUSeconds, j1.Seconds)
 		if busy := s.Ratios["jobs1CPUsBusy"]; busy > 0 {
-			if sha2 := s.step("sha256sum, 2 at once"); sha != nil && sha2 != nil && sha2.Seconds > 0 {
-				put("jobs2SpeedUpCeiling", sha.Seconds/sha2.Seconds, max(busy, 1))
-			}
+			put("jobs2SpeedUpCeiling", twoWay, max(busy, 1))
 		}
 		if j4 := s.step("migrate --jobs 4"); j4 != nil {
 			put("jobs4SpeedUp", j1.Seconds, j4.Seconds)
@@ -320,9 +321,6 @@ func (s *Summary) ratios() {
 		if j1.Totals != nil {
 			put("sidecarFrameBytesOverSource", float64(j1.Totals.Bytes), float64(j1.Totals.SourceBytes))
 		}
-	}
-	if sha2 := s.step("sha256sum, 2 at once"); sha != nil && sha2 != nil {
-		put("sha256sum2SpeedUp", sha.Seconds, sha2.Seconds)
 	}
 	if r := s.step("read (readers/jsonl)"); r != nil && sha != nil {
 		put("jsonlReadMBpsOverSha256sum", r.MBps, sha.MBps)
