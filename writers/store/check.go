@@ -339,11 +339,11 @@ func (c *checker) readIndex() {
 		return
 	}
 	defer f.Close()
-	// Room for every row at once, or none when there are surely more than
-	// rowsKept: grown by appends, and dropped at rowsKept, they cost about
-	// twice their size in allocations, all of it wasted on a large store.
-	keep := size/maxIndexRowBytes < int64(rowsKept)
-	if keep {
+	// Room for every row at once, or none (c.rows nil, as allRows reads it)
+	// when there are surely more than rowsKept: grown by appends, and
+	// dropped at rowsKept, they cost about twice their size in
+	// allocations, all of it wasted on a large store.
+	if size/maxIndexRowBytes < int64(rowsKept) {
 		c.rows = make([]indexedRow, 0, min(size/minIndexRowBytes+1, int64(rowsKept)))
 	}
 	lr := newLineReader(f)
@@ -385,10 +385,10 @@ func (c *checker) readIndex() {
 			bad("segmentSeq %d follows %d: segments must not go backwards", row.SegmentSeq, prev.SegmentSeq)
 			return
 		}
-		if keep && c.nrows < rowsKept {
+		if c.rows != nil && c.nrows < rowsKept {
 			c.rows = append(c.rows, indexedRow{row, lr.line})
 		} else {
-			c.rows, keep = nil, false
+			c.rows = nil
 		}
 		c.nrows++
 		c.facts.bytes += row.ByteLength
