@@ -803,6 +803,7 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 	type started struct {
 		i       int
 		reading chan struct{} // the reading place taken for it
+		heavy   bool          // its reading and staging are work for the CPUs (procs.go)
 	}
 	next := make(chan started)
 	reading, light, staging := make(chan struct{}, n), make(chan struct{}, n), make(chan struct{}, n)
@@ -820,12 +821,11 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 				slot := &buildSlot{reading: st.reading, fullReading: reading, staging: staging, holds: st.reading}
 				e := env
 				e.Journal, e.Refresh, e.Fresh, e.slot = jobs[i].journal, jobs[i].refresh, jobs[i].fresh, slot
-				heavy := jobs[i].session.Size >= heavySessionBytes && !lightRefresh(env, jobs[i])
-				if heavy {
+				if st.heavy {
 					heavyStart()
 				}
 				results[i] = runSession(ctx, e, jobs[i].session, jobs[i].plan, correlationID)
-				if heavy {
+				if st.heavy {
 					heavyEnd()
 				}
 				slot.release()
@@ -858,8 +858,8 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 		// the workers that race for them: a session that waits for its
 		// lock (pi is writing it) must not start before, and hold up,
 		// the sessions planned ahead of it.
-		place := reading
-		if lightRefresh(env, jobs[i]) {
+		place, small := reading, lightRefresh(env, jobs[i])
+		if small {
 			// Its own kind of place first, a full one if that is free.
 			select {
 			case light <- struct{}{}:
@@ -878,7 +878,7 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 			close(busy)
 			busy = nil
 		}
-		next <- started{i, place}
+		next <- started{i, place, jobs[i].session.Size >= heavySessionBytes && !small}
 	}
 	close(next)
 	wg.Wait()
