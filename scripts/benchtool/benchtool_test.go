@@ -184,6 +184,28 @@ func TestJobs2Ceiling(t *testing.T) {
 	}
 }
 
+// TestOneCPUJobs1: the --jobs 1 run held to one CPU is compared with
+// sha256sum by throughput and with --jobs 2 by time; without that step
+// neither ratio is printed.
+func TestOneCPUJobs1(t *testing.T) {
+	steps := []Step{
+		{Name: "sha256sum", Seconds: 3, MBps: 300},
+		{Name: "migrate --jobs 1", Seconds: 8, MBps: 125},
+		{Name: "migrate --jobs 2", Seconds: 7, MBps: 140},
+	}
+	s := &Summary{Steps: steps, Ratios: map[string]float64{}}
+	s.ratios()
+	if _, ok := s.Ratios["jobs2SpeedUpOverOneCPU"]; ok {
+		t.Errorf("no one-CPU step, yet %v", s.Ratios)
+	}
+	s = &Summary{Steps: append(steps, Step{Name: "migrate --jobs 1, one CPU", Seconds: 12, MBps: 84}), Ratios: map[string]float64{}}
+	s.ratios()
+	if r := s.Ratios; math.Abs(r["migrateJobs1OneCPUMBpsOverSha256sum"]-0.28) > 1e-9 || math.Abs(r["jobs2SpeedUpOverOneCPU"]-12.0/7) > 1e-9 ||
+		math.Abs(r["jobs2SpeedUp"]-8.0/7) > 1e-9 {
+		t.Errorf("%v", r)
+	}
+}
+
 // Each append to a session starts from an id of its own: from the path
 // alone, the n-th append to one session tried the n-1 ids taken before it,
 // each a scan of the whole file (thousands of refresh rounds on one tree

@@ -295,6 +295,16 @@ func (s *Summary) ratios() {
 		if j4 := s.step("migrate --jobs 4"); j4 != nil {
 			put("jobs4SpeedUp", j1.Seconds, j4.Seconds)
 		}
+		// The same job held to one CPU: what --jobs 1 would be if it were
+		// not a pipeline, and what --jobs 2 then gives over it.
+		if one := s.step("migrate --jobs 1, one CPU"); one != nil {
+			if sha != nil {
+				put("migrateJobs1OneCPUMBpsOverSha256sum", one.MBps, sha.MBps)
+			}
+			if j2 != nil {
+				put("jobs2SpeedUpOverOneCPU", one.Seconds, j2.Seconds)
+			}
+		}
 		if j1.Totals != nil {
 			calls, _ := strconv.ParseFloat(s.Params["fsyncCalls"], 64)
 			put("fsyncCallsPerMigratedSession", calls, float64(j1.Totals.Migrated+j1.Totals.Refreshed))
@@ -374,6 +384,8 @@ func (s *Summary) print(w io.Writer) {
 		{"jobs1CPUsBusy", "CPUs --jobs 1 keeps busy (CPU s ÷ time)"},
 		{"jobs2SpeedUpCeiling", "  so --jobs 2 can give at most (two-way ÷ that)"},
 		{"jobs4SpeedUp", "speed-up --jobs 4 over --jobs 1 (time 1 ÷ time 4)"},
+		{"migrateJobs1OneCPUMBpsOverSha256sum", "--jobs 1 held to one CPU: MB/s ÷ cat|sha256sum MB/s"},
+		{"jobs2SpeedUpOverOneCPU", "  --jobs 2 over it (time one-CPU 1 ÷ time 2)"},
 		{"fsyncCallsPerMigratedSession", "fsync-class calls per migrated session (strace)"},
 		{"refreshFirstSecondsOverFullMigrate", "first refresh of 10% stale ÷ full migrate (time)"},
 		{"refreshSecondsOverFullMigrate", "refresh of 10% stale, steady (median of 3) ÷ full migrate (time)"},
