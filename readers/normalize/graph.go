@@ -17,7 +17,7 @@ import (
 // SQLite).
 //
 // Its per-entry state is held column by column in pointer-free slices
-// (13 bytes an entry, 4 to 8 more in the id index, besides the id's own
+// (10 bytes an entry, 4 to 8 more in the id index, besides the id's own
 // bytes; positions are runs): a session of a million entries costs tens of
 // megabytes, not hundreds, and nothing the collector scans.
 type Builder struct {
@@ -25,7 +25,7 @@ type Builder struct {
 	Unit string
 
 	ids    idTable   // explicit ids (first occurrence), synthesized ids, pending parents
-	id     []ref     // each entry's explicit id, or the synthesized one after Finish
+	id     refs      // each entry's explicit id, or the synthesized one after Finish
 	parent []int32   // noParent, a node, or pendingBase-k for pending[k]
 	pos    positions // line or seq, for messages and for Resolve (posAt)
 	flags  []uint8
@@ -55,12 +55,12 @@ type idless struct {
 	loc  int64
 }
 
-func (b *Builder) idOf(i int32) []byte { return b.ids.bytes(b.id[i]) }
+func (b *Builder) idOf(i int32) []byte { return b.ids.bytes(b.id.at(i)) }
 
 // lookup returns the index of the entry with id, or -1.
 func (b *Builder) lookup(id string) int32 { return b.ids.index.LookupString(id, b.idOf) }
 
-func (b *Builder) idString(i int) string { return b.ids.str(b.id[i]) }
+func (b *Builder) idString(i int) string { return b.ids.str(b.id.at(int32(i))) }
 
 // parentString is entry i's parent id ("" when it has none).
 func (b *Builder) parentString(i int) string {
@@ -96,7 +96,7 @@ func (b *Builder) Add(pos, loc int64, e *payload.Entry) {
 // hasParent: present and not null). Neither string is retained: they may
 // alias a buffer the caller reuses.
 func (b *Builder) AddLinks(pos, loc int64, entryID string, hasID bool, parentID string, hasParent bool) {
-	i := int32(len(b.id))
+	i := int32(b.id.len())
 	var flags uint8
 	parent := int32(noParent)
 	if hasParent {
@@ -118,7 +118,7 @@ func (b *Builder) AddLinks(pos, loc int64, entryID string, hasID bool, parentID 
 	default:
 		flags |= fExplicit
 		if j := b.lookup(entryID); j >= 0 {
-			id = b.id[j] // the same bytes: no need to store them twice
+			id = b.id.at(j) // the same bytes: no need to store them twice
 			if b.dup == nil {
 				b.dup = &duplicate{id: strings.Clone(entryID), first: b.posAt(int(j)), second: pos}
 			}
@@ -126,7 +126,7 @@ func (b *Builder) AddLinks(pos, loc int64, entryID string, hasID bool, parentID 
 			id, first = b.ids.add(entryID), true
 		}
 	}
-	b.id = append(b.id, id)
+	b.id.append(id)
 	b.parent = append(b.parent, parent)
 	b.pos.add(pos)
 	b.flags = append(b.flags, flags)
@@ -136,7 +136,7 @@ func (b *Builder) AddLinks(pos, loc int64, entryID string, hasID bool, parentID 
 }
 
 // Len is the number of entries added.
-func (b *Builder) Len() int { return len(b.id) }
+func (b *Builder) Len() int { return b.id.len() }
 
 // Fetch reads the entry at loc again, for id synthesis. Its errors are
 // returned as they are.
@@ -212,7 +212,7 @@ func (b *Builder) synthesize(fetch Fetch) error {
 			}
 			return &readers.RefusedError{Path: b.Path, Line: b.posAt(int(i)), Class: class, Reason: detail, Err: err}
 		}
-		b.id[i] = b.ids.add(id)
+		b.id.set(i, b.ids.add(id))
 		b.ids.index.Insert(i, b.idOf)
 	}
 	return nil
@@ -319,7 +319,7 @@ func (b *Builder) refuse(pos int64, class readers.Class, reason string) error {
 // one Finish checked. A mismatch means the source changed between the
 // passes: a *readers.RefusedError of class io.
 func (b *Builder) Resolve(pos int64, e *payload.Entry) (id string, synthesized bool, err error) {
-	if !b.finished || b.cursor >= len(b.id) {
+	if !b.finished || b.cursor >= b.id.len() {
 		return "", false, b.refuse(pos, readers.ClassIO, "source changed while it was read: more entries than in the first pass")
 	}
 	i := b.cursor
@@ -339,14 +339,14 @@ func (b *Builder) Resolve(pos int64, e *payload.Entry) (id string, synthesized b
 }
 
 // Done reports whether Resolve has been given every entry.
-func (b *Builder) Done() bool { return b.cursor == len(b.id) }
+func (b *Builder) Done() bool { return b.cursor == b.id.len() }
 
 // Release frees the per-entry state once Resolve has been given every
 // entry (the second pass is over): a session's ids then do not stay in
 // memory while its staging store is checked. Done stays true.
 func (b *Builder) Release() {
 	if b.Done() {
-		b.ids, b.id, b.parent, b.pos, b.flags = idTable{}, nil, nil, positions{}, nil
+		b.ids, b.id, b.parent, b.pos, b.flags = idTable{}, refs{}, nil, positions{}, nil
 		b.cursor = 0
 	}
 }
