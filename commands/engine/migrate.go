@@ -225,6 +225,18 @@ func (e Env) yield() {
 	}
 }
 
+// aside runs wait (for pi to let go of the session's lock) without the
+// session's reading place, so that the sessions planned after it are read
+// meanwhile instead of waiting up to --lock-timeout behind it, then takes
+// a place of the same kind again.
+func (e Env) aside(wait func()) {
+	if e.slot == nil {
+		wait()
+		return
+	}
+	e.slot.aside(wait)
+}
+
 // buildSlot is one session's place in runJobs' pipeline. With --jobs n,
 // n sessions have their source read (the first pass: links and
 // fingerprint), n are staged, and the rest are verified and installed:
@@ -263,6 +275,19 @@ func (b *buildSlot) full() {
 	b.fullReading <- struct{}{}
 	<-b.reading
 	b.reading, b.holds = b.fullReading, b.fullReading
+}
+
+func (b *buildSlot) aside(wait func()) {
+	if b.holds == nil || b.holds != b.reading {
+		wait()
+		return
+	}
+	<-b.holds
+	handOver()
+	wait()
+	// Back in the queue for a place: the lock is held meanwhile, as it is
+	// while the source is read (pi's next write waits for it).
+	b.holds <- struct{}{}
 }
 
 func (b *buildSlot) release() {

@@ -15,6 +15,7 @@ import (
 	"pisess/readers/discover"
 	"pisess/verify"
 	"pisess/writers/durable"
+	"pisess/writers/store"
 )
 
 // migWriter plays the Rust pi saving sessions: for each append it takes the
@@ -214,6 +215,87 @@ func TestMigrateBusySession(t *testing.T) {
 	lock.Unlock()
 	if s := migResult(t, migRun(t, migOptions(dir)), held); s.Outcome != OutcomeDone {
 		t.Errorf("after the lock was released: %s/%s %+v", s.Action, s.Outcome, s.Error)
+	}
+}
+
+// TestMigrateWaitsAsideForLock: a session whose lock pi holds is waited for
+// without its reading place. With --jobs 1 the sessions planned after it are
+// migrated (or refreshed) while it waits, where they used to wait up to
+// --lock-timeout behind it; once pi lets go, it is migrated too.
+func TestMigrateWaitsAsideForLock(t *testing.T) {
+	for _, refresh := range []bool{false, true} {
+		t.Run(map[bool]string{false: "migrate", true: "refresh"}[refresh], func(t *testing.T) {
+			dir := t.TempDir()
+			held, _ := migSession(t, dir, "a-held", 3)
+			var free []string
+			for _, stem := range []string{"b-free", "c-free", "d-free"} {
+				p, _ := migSession(t, dir, stem, 3)
+				free = append(free, p)
+			}
+			entries := uint64(3)
+			if refresh {
+				migRun(t, migOptions(dir))
+				for _, p := range append([]string{held}, free...) {
+					migAppend(t, p, migEntryLine(migEntryID(4), migEntryID(3), "more"))
+				}
+				entries = 4
+			}
+			// Done for a session: its sidecar holds all its entries.
+			done := func(p string) bool {
+				st, err := store.Open(discover.SidecarPath(p), store.ReadOptions{})
+				if err != nil {
+					return false
+				}
+				m, err := st.Manifest()
+				return err == nil && m.Counters.EntriesTotal == entries
+			}
+			lock, err := durable.OS.LockFile(context.Background(), discover.LockPath(held), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lock.Unlock()
+			opt := migOptions(dir)
+			opt.Jobs, opt.LockTimeout = 1, 30*time.Second
+			type result struct {
+				rep MigrateReport
+				err error
+			}
+			finished := make(chan result, 1)
+			go func() {
+				rep, err := Migrate(context.Background(), opt)
+				finished <- result{rep, err}
+			}()
+			deadline := time.Now().Add(15 * time.Second)
+			for _, p := range free {
+				for !done(p) {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s not done 15 s into a run whose first session waits for its lock", filepath.Base(p))
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			if done(held) {
+				t.Fatal("the held session was written under pi's lock")
+			}
+			select {
+			case r := <-finished:
+				t.Fatalf("the run ended while the lock was held: %+v %v", r.rep.Totals, r.err)
+			default:
+			}
+			lock.Unlock()
+			r := <-finished
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			for _, p := range append([]string{held}, free...) {
+				if s := migResult(t, r.rep, p); s.Outcome != OutcomeDone || !done(p) {
+					t.Errorf("%s: %s/%s %+v", filepath.Base(p), s.Action, s.Outcome, s.Error)
+				}
+			}
+			if l := migLeftovers(t, dir); len(l) > 0 {
+				t.Errorf("leftovers %v", l)
+			}
+		})
 	}
 }
 
