@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
@@ -9,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -385,6 +388,68 @@ func TestFsckParallelRepair(t *testing.T) {
 	}
 	if code, rep, r := fsckJSON(t, tr.root, "--jobs", "4"); code != ExitClean || rep.Totals.Classes[verify.ClassMigrated] != 6 {
 		t.Fatalf("fsck after repair: exit %d [%s] %+v\n%s", code, codes(rep), rep.Totals, r.stderr)
+	}
+}
+
+// TestFsckRepairWaitsAsideForLock: with --jobs 1, a session whose lock pi
+// holds is waited for without holding up the sessions after it: they are
+// repaired while it waits, and it is repaired once pi lets go.
+func TestFsckRepairWaitsAsideForLock(t *testing.T) {
+	tr := newFsckTree(t)
+	dir := filepath.Dir(tr.session)
+	b, err := os.ReadFile(tr.session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		if err := os.WriteFile(filepath.Join(dir, n+".jsonl"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := pisess(t, "migrate", tr.root); r.code != ExitClean {
+		t.Fatalf("migrate: %s", r)
+	}
+	sidecars := map[string]string{}
+	for _, n := range []string{"a", "b", "c", "s"} {
+		sidecars[n] = filepath.Join(dir, n+".v2")
+		if err := os.Chmod(sidecars[n], 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	repaired := func(n string) bool {
+		fi, err := os.Lstat(sidecars[n])
+		return err == nil && fi.Mode().Perm() == 0o700
+	}
+	lock, err := durable.OS.LockFile(context.Background(), filepath.Join(dir, "a.jsonl.lock"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock()
+	finished := make(chan int, 1)
+	go func() {
+		var out, errb bytes.Buffer
+		finished <- Main(context.Background(), []string{"pisess", "fsck", "--repair", "--jobs", "1", tr.root}, &out, &errb)
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	for _, n := range []string{"b", "c", "s"} {
+		for !repaired(n) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s.v2 not repaired 15 s into a run whose first session waits for its lock", n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if repaired("a") {
+		t.Fatal("a.v2 was repaired under pi's lock")
+	}
+	select {
+	case code := <-finished:
+		t.Fatalf("fsck --repair ended (exit %d) while the lock was held", code)
+	default:
+	}
+	lock.Unlock()
+	if code := <-finished; code != ExitRepaired || !repaired("a") {
+		t.Fatalf("fsck --repair: exit %d, a.v2 repaired %v", code, repaired("a"))
 	}
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -152,6 +153,9 @@ type treeRun struct {
 	tree    discover.Tree
 	journal *ledger.Journal
 	q       *quarantine // nil without --repair
+	// places are the sessions checked at once (opt.Jobs): a session
+	// waiting for a lock pi holds gives its place up meanwhile (aside).
+	places chan struct{}
 }
 
 // tree checks (and repairs) one session tree under its tree lock.
@@ -235,27 +239,44 @@ func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string)
 // time, and returns them in the tree's order.
 func (tr *treeRun) sessions(ctx context.Context) []FsckSession {
 	out := make([]FsckSession, len(tr.tree.Sessions))
-	work := make(chan int)
+	tr.places = make(chan struct{}, max(tr.opt.Jobs, 1))
 	var wg sync.WaitGroup
-	for range min(tr.opt.Jobs, max(len(out), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				out[i] = tr.session(ctx, tr.tree.Sessions[i])
-				tr.progress()
-			}
-		}()
-	}
 	for i := range out {
 		if ctx.Err() != nil {
 			break
 		}
-		work <- i
+		tr.places <- struct{}{} // in the tree's order
+		wg.Go(func() {
+			out[i] = tr.session(ctx, tr.tree.Sessions[i])
+			<-tr.places
+			tr.progress()
+		})
 	}
-	close(work)
 	wg.Wait()
 	return out
+}
+
+// aside runs wait (for a lock pi holds) without the session's place, so
+// that the sessions after it are checked meanwhile, then takes a place
+// again.
+func (tr *treeRun) aside(wait func()) {
+	if tr.places == nil {
+		wait()
+		return
+	}
+	<-tr.places
+	wait()
+	tr.places <- struct{}{}
+}
+
+// lock takes a session's lock or its store's mutation lock: one try, then
+// a wait of up to --lock-timeout aside.
+func (tr *treeRun) lock(ctx context.Context, path string) (*durable.Lock, error) {
+	l, err := tr.opt.Ops.LockFile(ctx, path, 0)
+	if errors.Is(err, durable.ErrLockTimeout) && tr.opt.LockTimeout > 0 {
+		tr.aside(func() { l, err = tr.opt.Ops.LockFile(ctx, path, tr.opt.LockTimeout) })
+	}
+	return l, err
 }
 
 // repairTree mends the tree's own findings: the journal lines and the

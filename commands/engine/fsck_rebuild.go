@@ -20,6 +20,7 @@ func (tr *treeRun) rebuild(ctx context.Context, s discover.Session, reason strin
 		LockTimeout: tr.opt.LockTimeout,
 		Journal:     tr.journal,
 		Log:         *tr.log,
+		waitAside:   tr.aside,
 	}
 	res := RebuildSidecar(ctx, env, s, tr.cid, reason)
 	switch {

@@ -57,7 +57,7 @@ func (tr *treeRun) repair(ctx context.Context, s discover.Session, out *FsckSess
 		tr.log.Warn().Err(err).Str("session", s.Path).Str("code", f.Code).Str("path", f.Path).Msg("repair failed")
 	}
 
-	lock, err := tr.opt.Ops.LockFile(ctx, s.Lock, tr.opt.LockTimeout)
+	lock, err := tr.lock(ctx, s.Lock)
 	if err != nil {
 		for _, f := range out.Findings {
 			fail(f, fmt.Errorf("session busy: %w", err))
@@ -248,7 +248,7 @@ func (tr *treeRun) mendInPlace(ctx context.Context, s discover.Session, fs []Fsc
 	if fi, err := os.Lstat(root); err != nil || !fi.IsDir() {
 		return
 	}
-	mlock, err := tr.opt.Ops.LockFile(ctx, store.MutationLockPath(root), tr.opt.LockTimeout)
+	mlock, err := tr.lock(ctx, store.MutationLockPath(root))
 	if err != nil {
 		for _, list := range has {
 			for _, f := range list {
@@ -536,7 +536,7 @@ func (tr *treeRun) rebuildSidecar(ctx context.Context, s discover.Session, reaso
 		// pi refuses a symlinked sidecar and no cutover replaces one: the
 		// link itself (never its target) goes to the quarantine first.
 		target, _ := os.Readlink(s.Sidecar)
-		lock, lerr := tr.opt.Ops.LockFile(ctx, s.Lock, tr.opt.LockTimeout)
+		lock, lerr := tr.lock(ctx, s.Lock)
 		if lerr == nil {
 			_, lerr = tr.q.move(s.Path, s.Sidecar, "sidecar-symlink",
 				fmt.Sprintf("the sidecar was a symlink to %s, which pi refuses: the link itself is kept here, its target is untouched", target))
@@ -563,7 +563,7 @@ func (tr *treeRun) rebuildSidecar(ctx context.Context, s discover.Session, reaso
 		}
 		return
 	}
-	lock, lerr := tr.opt.Ops.LockFile(ctx, s.Lock, tr.opt.LockTimeout)
+	lock, lerr := tr.lock(ctx, s.Lock)
 	if lerr == nil {
 		_, lerr = tr.q.move(s.Path, s.Sidecar, "sidecar",
 			"the sidecar could not be rebuilt because its source is refused ("+err.Error()+"); pi uses the JSONL")

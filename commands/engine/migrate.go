@@ -196,6 +196,9 @@ type Env struct {
 	InPlace bool
 	// slot, when set, is the session's place in runJobs' pipeline.
 	slot *buildSlot
+	// waitAside, when set (fsck's rebuilds), runs a wait for a lock
+	// without the session's place in its caller's pool.
+	waitAside func(wait func())
 }
 
 // opened tells runJobs the session's source has had its first pass: it
@@ -230,11 +233,14 @@ func (e Env) yield() {
 // meanwhile instead of waiting up to --lock-timeout behind it, then takes
 // a place of the same kind again.
 func (e Env) aside(wait func()) {
-	if e.slot == nil {
+	switch {
+	case e.slot != nil:
+		e.slot.aside(wait)
+	case e.waitAside != nil:
+		e.waitAside(wait)
+	default:
 		wait()
-		return
 	}
-	e.slot.aside(wait)
 }
 
 // buildSlot is one session's place in runJobs' pipeline. With --jobs n,
