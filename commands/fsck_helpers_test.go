@@ -32,6 +32,23 @@ func newFsckTree(tb testing.TB) fsckTree {
 	return fsckTree{root: root, session: session, sidecar: filepath.Join(filepath.Dir(session), "s.v2")}
 }
 
+// copies writes a copy of the tree's session as <name>.jsonl beside it for
+// each name, and returns their directory.
+func (tr fsckTree) copies(tb testing.TB, names ...string) string {
+	tb.Helper()
+	dir := filepath.Dir(tr.session)
+	b, err := os.ReadFile(tr.session)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n+".jsonl"), b, 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // fsckJSON runs pisess fsck --json [args] root and decodes its report.
 func fsckJSON(tb testing.TB, root string, args ...string) (int, engine.FsckReport, result) {
 	tb.Helper()

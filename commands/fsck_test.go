@@ -358,16 +358,7 @@ func TestFsckTreeLocked(t *testing.T) {
 // with --jobs 4 and checks the round trip.
 func TestFsckParallelRepair(t *testing.T) {
 	tr := newFsckTree(t)
-	dir := filepath.Dir(tr.session)
-	b, err := os.ReadFile(tr.session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"a", "b", "c", "d", "e"} {
-		if err := os.WriteFile(filepath.Join(dir, n+".jsonl"), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := tr.copies(t, "a", "b", "c", "d", "e")
 	if r := pisess(t, "migrate", tr.root); r.code != ExitClean {
 		t.Fatalf("migrate: %s", r)
 	}
@@ -396,16 +387,7 @@ func TestFsckParallelRepair(t *testing.T) {
 // repaired while it waits, and it is repaired once pi lets go.
 func TestFsckRepairWaitsAsideForLock(t *testing.T) {
 	tr := newFsckTree(t)
-	dir := filepath.Dir(tr.session)
-	b, err := os.ReadFile(tr.session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"a", "b", "c"} {
-		if err := os.WriteFile(filepath.Join(dir, n+".jsonl"), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := tr.copies(t, "a", "b", "c")
 	if r := pisess(t, "migrate", tr.root); r.code != ExitClean {
 		t.Fatalf("migrate: %s", r)
 	}
