@@ -207,20 +207,55 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 			defer journal.Close()
 		}
 	}
-	for _, s := range t.Sessions {
+	// Each session lock is tried once first; the sessions pi holds are
+	// waited for (up to --lock-timeout each) after all the others, which
+	// they would otherwise hold up in turn.
+	first := opt
+	first.LockTimeout = 0
+	type locked struct{ file, session int } // indexes in rep.Files and t.Sessions
+	var held []locked
+	for k, s := range t.Sessions {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("upgrade interrupted: %w", err)
 		}
-		res, err := upgradeSession(ctx, opt, s, versions[s.Path], journal)
-		rep.Files = append(rep.Files, *res)
-		ev := log.Info()
-		if res.Status != upgrade.StatusUpgraded && res.Status != upgrade.StatusPlanned && res.Status != upgrade.StatusCurrent {
-			ev = log.Warn()
+		res, err := upgradeSession(ctx, first, s, versions[s.Path], journal)
+		if err == nil && res.Status == upgrade.StatusBusy {
+			held = append(held, locked{len(rep.Files), k})
+			rep.Files = append(rep.Files, *res)
+			continue
 		}
-		ev.Str("session", s.Path).Str("status", string(res.Status)).Msg("upgrade")
-		if err != nil {
+		if err := upgradeDone(rep, -1, res, err, log); err != nil {
+			return err
+		}
+	}
+	for _, h := range held {
+		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("upgrade interrupted: %w", err)
 		}
+		s := t.Sessions[h.session]
+		res, err := upgradeSession(ctx, opt, s, versions[s.Path], journal)
+		if err := upgradeDone(rep, h.file, res, err, log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upgradeDone records a session's result: appended to rep.Files, or in
+// place of index i when i >= 0 (a session waited for after the others).
+func upgradeDone(rep *UpgradeReport, i int, res *upgrade.Result, err error, log zerolog.Logger) error {
+	if i >= 0 {
+		rep.Files[i] = *res
+	} else {
+		rep.Files = append(rep.Files, *res)
+	}
+	ev := log.Info()
+	if res.Status != upgrade.StatusUpgraded && res.Status != upgrade.StatusPlanned && res.Status != upgrade.StatusCurrent {
+		ev = log.Warn()
+	}
+	ev.Str("session", res.Path).Str("status", string(res.Status)).Msg("upgrade")
+	if err != nil {
+		return fmt.Errorf("upgrade interrupted: %w", err)
 	}
 	return nil
 }

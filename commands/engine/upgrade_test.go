@@ -6,6 +6,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,6 +206,60 @@ func TestUpgradeBusyAndNamedFiles(t *testing.T) {
 	// Only the named files: v3 and broken were not looked at.
 	if _, err := os.Stat(files["broken"] + ".lock"); !os.IsNotExist(err) {
 		t.Errorf("an unnamed session was opened")
+	}
+}
+
+// TestUpgradeWaitsForLockedLast: a session pi holds locked is waited for
+// after the others, which it used to hold up for up to --lock-timeout; the
+// report keeps the tree's order.
+func TestUpgradeWaitsForLockedLast(t *testing.T) {
+	tree, files := upgradeFixture(t)
+	held, err := durable.OS.LockFile(context.Background(), files["v1"]+".lock", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+	type result struct {
+		rep UpgradeReport
+		err error
+	}
+	finished := make(chan result, 1)
+	go func() {
+		rep, err := Upgrade(context.Background(), UpgradeOptions{Paths: []string{tree}, LockTimeout: 30 * time.Second})
+		finished <- result{rep, err}
+	}()
+	upgraded := func(p string) bool {
+		b, err := os.ReadFile(p)
+		header, _, _ := strings.Cut(string(b), "\n")
+		return err == nil && strings.Contains(header, `"version":3`)
+	}
+	for deadline := time.Now().Add(15 * time.Second); !upgraded(files["v2"]); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("v2.jsonl not upgraded 15 s into a run where v1.jsonl, before it, is locked")
+		}
+	}
+	if upgraded(files["v1"]) {
+		t.Fatal("v1.jsonl was rewritten under pi's lock")
+	}
+	select {
+	case r := <-finished:
+		t.Fatalf("the run ended while the lock was held: %v %v", statuses(r.rep), r.err)
+	default:
+	}
+	held.Unlock()
+	r := <-finished
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if st := statuses(r.rep); st["v1.jsonl"] != upgrade.StatusUpgraded || st["v2.jsonl"] != upgrade.StatusUpgraded || !upgraded(files["v1"]) {
+		t.Fatalf("%v", st)
+	}
+	order := []string{}
+	for _, f := range r.rep.Files {
+		order = append(order, filepath.Base(f.Path))
+	}
+	if slices.Index(order, "v1.jsonl") > slices.Index(order, "v2.jsonl") {
+		t.Errorf("report out of the tree's order: %v", order)
 	}
 }
 
