@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"pisess/ledger"
 	"pisess/writers/durable"
@@ -130,11 +131,26 @@ func ByCorrelation(ctx context.Context, tree, correlationID string, opt Options)
 		return rep, fmt.Errorf("rollback %s: %w: the journal %s has no record of it", correlationID, ErrUnknownCorrelation, j.Path())
 	}
 	r := &roller{tree: tree, cid: correlationID, opt: opt, ops: opt.Ops, journal: j, migrationID: opt.migrationID()}
-	for _, s := range collectSessions(tree, recs) {
+	// Each session lock is tried once first; the sessions pi holds are
+	// waited for (up to the lock timeout each) after all the others, which
+	// they would otherwise hold up in turn.
+	sessions := collectSessions(tree, recs)
+	var held []int
+	for i, s := range sessions {
 		if err := ctx.Err(); err != nil {
 			return rep, fmt.Errorf("rollback %s: %w", correlationID, err)
 		}
-		rep.Sessions = append(rep.Sessions, r.session(ctx, s))
+		res := r.session(ctx, s, 0)
+		if res.Action == ActionBusy {
+			held = append(held, i)
+		}
+		rep.Sessions = append(rep.Sessions, res)
+	}
+	for _, i := range held {
+		if err := ctx.Err(); err != nil {
+			return rep, fmt.Errorf("rollback %s: %w", correlationID, err)
+		}
+		rep.Sessions[i] = r.session(ctx, sessions[i], opt.lockTimeout())
 	}
 	return rep, nil
 }
@@ -319,7 +335,9 @@ func (j *sessionJob) note(format string, args ...any) {
 	j.steps = append(j.steps, fmt.Sprintf(format, args...))
 }
 
-func (r *roller) session(ctx context.Context, s *sessionRun) SessionResult {
+// session rolls back one session, waiting up to wait for its lock (0: one
+// try).
+func (r *roller) session(ctx context.Context, s *sessionRun, wait time.Duration) SessionResult {
 	j := &sessionJob{sessionRun: s, r: r, dry: r.opt.DryRun}
 	res := SessionResult{Session: s.session}
 	if len(s.inconsistent) > 0 {
@@ -338,7 +356,7 @@ func (r *roller) session(ctx context.Context, s *sessionRun) SessionResult {
 	}
 	if !j.dry {
 		lockPath := path + ".lock"
-		lock, err := r.ops.LockFile(ctx, lockPath, r.opt.lockTimeout())
+		lock, err := r.ops.LockFile(ctx, lockPath, wait)
 		if err != nil {
 			res.Action, res.Error = ActionFailed, &StepError{Session: s.session, Step: "lock", Err: err}
 			if errors.Is(err, durable.ErrLockTimeout) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -338,6 +339,60 @@ func TestByCorrelationBusy(t *testing.T) {
 	}
 	if _, err := os.Lstat(f.sidecar); err != nil {
 		t.Fatalf("a busy session was changed: %v", err)
+	}
+}
+
+// TestByCorrelationWaitsForLockedLast: a session pi holds locked is waited
+// for after the run's other sessions, which it used to hold up for up to
+// the lock timeout; the report keeps their order.
+func TestByCorrelationWaitsForLockedLast(t *testing.T) {
+	f := newTreeFixture(t, 3)
+	other := writeSession(t, f.tree, filepath.Join("--home-u-proj--", "2026-01-06T10-00-00-000Z_"+testSessionID+".jsonl"), 3)
+	migrateRun(t, f.tree, f.session, testRun)
+	migrateRun(t, f.tree, other, testRun)
+	l, err := durable.OS.LockFile(context.Background(), f.session+".lock", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	type result struct {
+		rep Report
+		err error
+	}
+	finished := make(chan result, 1)
+	go func() {
+		rep, err := ByCorrelation(context.Background(), f.tree, testRun, Options{LockTimeout: 30 * time.Second})
+		finished <- result{rep, err}
+	}()
+	gone := func(p string) bool {
+		_, err := os.Lstat(SidecarPath(p))
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	for deadline := time.Now().Add(15 * time.Second); !gone(other); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second session not rolled back 15 s into a rollback whose first session is locked")
+		}
+	}
+	if gone(f.session) {
+		t.Fatal("the locked session was rolled back under pi's lock")
+	}
+	select {
+	case r := <-finished:
+		t.Fatalf("the rollback ended while the lock was held: %+v %v", r.rep.Sessions, r.err)
+	default:
+	}
+	l.Unlock()
+	r := <-finished
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(r.rep.Sessions) != 2 || r.rep.Sessions[0].Session != f.session || !gone(f.session) {
+		t.Fatalf("%+v", r.rep.Sessions)
+	}
+	for _, s := range r.rep.Sessions {
+		if s.Action != ActionRolledBack || s.Error != nil {
+			t.Errorf("%s: %s %v", s.Session, s.Action, s.Error)
+		}
 	}
 }
 
