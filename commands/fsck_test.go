@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -402,35 +401,11 @@ func TestFsckRepairWaitsAsideForLock(t *testing.T) {
 		fi, err := os.Lstat(sidecars[n])
 		return err == nil && fi.Mode().Perm() == 0o700
 	}
-	lock, err := durable.OS.LockFile(context.Background(), filepath.Join(dir, "a.jsonl.lock"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Unlock()
-	finished := make(chan int, 1)
-	go func() {
+	code := fixtures.WhileLockHeld(t, filepath.Join(dir, "a.jsonl.lock"), func() int {
 		var out, errb bytes.Buffer
-		finished <- Main(context.Background(), []string{"pisess", "fsck", "--repair", "--jobs", "1", tr.root}, &out, &errb)
-	}()
-	deadline := time.Now().Add(15 * time.Second)
-	for _, n := range []string{"b", "c", "s"} {
-		for !repaired(n) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s.v2 not repaired 15 s into a run whose first session waits for its lock", n)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	if repaired("a") {
-		t.Fatal("a.v2 was repaired under pi's lock")
-	}
-	select {
-	case code := <-finished:
-		t.Fatalf("fsck --repair ended (exit %d) while the lock was held", code)
-	default:
-	}
-	lock.Unlock()
-	if code := <-finished; code != ExitRepaired || !repaired("a") {
+		return Main(context.Background(), []string{"pisess", "fsck", "--repair", "--jobs", "1", tr.root}, &out, &errb)
+	}, func() bool { return repaired("b") && repaired("c") && repaired("s") }, func() bool { return !repaired("a") })
+	if code != ExitRepaired || !repaired("a") {
 		t.Fatalf("fsck --repair: exit %d, a.v2 repaired %v", code, repaired("a"))
 	}
 }

@@ -350,39 +350,18 @@ func TestByCorrelationWaitsForLockedLast(t *testing.T) {
 	other := writeSession(t, f.tree, filepath.Join("--home-u-proj--", "2026-01-06T10-00-00-000Z_"+testSessionID+".jsonl"), 3)
 	migrateRun(t, f.tree, f.session, testRun)
 	migrateRun(t, f.tree, other, testRun)
-	l, err := durable.OS.LockFile(context.Background(), f.session+".lock", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Unlock()
-	type result struct {
-		rep Report
-		err error
-	}
-	finished := make(chan result, 1)
-	go func() {
-		rep, err := ByCorrelation(context.Background(), f.tree, testRun, Options{LockTimeout: 30 * time.Second})
-		finished <- result{rep, err}
-	}()
 	gone := func(p string) bool {
 		_, err := os.Lstat(SidecarPath(p))
 		return errors.Is(err, fs.ErrNotExist)
 	}
-	for deadline := time.Now().Add(15 * time.Second); !gone(other); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the second session not rolled back 15 s into a rollback whose first session is locked")
-		}
+	type result struct {
+		rep Report
+		err error
 	}
-	if gone(f.session) {
-		t.Fatal("the locked session was rolled back under pi's lock")
-	}
-	select {
-	case r := <-finished:
-		t.Fatalf("the rollback ended while the lock was held: %+v %v", r.rep.Sessions, r.err)
-	default:
-	}
-	l.Unlock()
-	r := <-finished
+	r := fixtures.WhileLockHeld(t, f.session+".lock", func() result {
+		rep, err := ByCorrelation(context.Background(), f.tree, testRun, Options{LockTimeout: 30 * time.Second})
+		return result{rep, err}
+	}, func() bool { return gone(other) }, func() bool { return !gone(f.session) })
 	if r.err != nil {
 		t.Fatal(r.err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"pisess/fixtures"
 	"pisess/readers/discover"
 	"pisess/verify"
 	"pisess/writers/durable"
@@ -249,41 +250,16 @@ func TestMigrateWaitsAsideForLock(t *testing.T) {
 				m, err := st.Manifest()
 				return err == nil && m.Counters.EntriesTotal == entries
 			}
-			lock, err := durable.OS.LockFile(context.Background(), discover.LockPath(held), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer lock.Unlock()
 			opt := migOptions(dir)
 			opt.Jobs, opt.LockTimeout = 1, 30*time.Second
 			type result struct {
 				rep MigrateReport
 				err error
 			}
-			finished := make(chan result, 1)
-			go func() {
+			r := fixtures.WhileLockHeld(t, discover.LockPath(held), func() result {
 				rep, err := Migrate(context.Background(), opt)
-				finished <- result{rep, err}
-			}()
-			deadline := time.Now().Add(15 * time.Second)
-			for _, p := range free {
-				for !done(p) {
-					if time.Now().After(deadline) {
-						t.Fatalf("%s not done 15 s into a run whose first session waits for its lock", filepath.Base(p))
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
-			if done(held) {
-				t.Fatal("the held session was written under pi's lock")
-			}
-			select {
-			case r := <-finished:
-				t.Fatalf("the run ended while the lock was held: %+v %v", r.rep.Totals, r.err)
-			default:
-			}
-			lock.Unlock()
-			r := <-finished
+				return result{rep, err}
+			}, func() bool { return done(free[0]) && done(free[1]) && done(free[2]) }, func() bool { return !done(held) })
 			if r.err != nil {
 				t.Fatal(r.err)
 			}

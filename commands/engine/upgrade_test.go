@@ -214,40 +214,19 @@ func TestUpgradeBusyAndNamedFiles(t *testing.T) {
 // report keeps the tree's order.
 func TestUpgradeWaitsForLockedLast(t *testing.T) {
 	tree, files := upgradeFixture(t)
-	held, err := durable.OS.LockFile(context.Background(), files["v1"]+".lock", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Unlock()
-	type result struct {
-		rep UpgradeReport
-		err error
-	}
-	finished := make(chan result, 1)
-	go func() {
-		rep, err := Upgrade(context.Background(), UpgradeOptions{Paths: []string{tree}, LockTimeout: 30 * time.Second})
-		finished <- result{rep, err}
-	}()
 	upgraded := func(p string) bool {
 		b, err := os.ReadFile(p)
 		header, _, _ := strings.Cut(string(b), "\n")
 		return err == nil && strings.Contains(header, `"version":3`)
 	}
-	for deadline := time.Now().Add(15 * time.Second); !upgraded(files["v2"]); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("v2.jsonl not upgraded 15 s into a run where v1.jsonl, before it, is locked")
-		}
+	type result struct {
+		rep UpgradeReport
+		err error
 	}
-	if upgraded(files["v1"]) {
-		t.Fatal("v1.jsonl was rewritten under pi's lock")
-	}
-	select {
-	case r := <-finished:
-		t.Fatalf("the run ended while the lock was held: %v %v", statuses(r.rep), r.err)
-	default:
-	}
-	held.Unlock()
-	r := <-finished
+	r := fixtures.WhileLockHeld(t, files["v1"]+".lock", func() result {
+		rep, err := Upgrade(context.Background(), UpgradeOptions{Paths: []string{tree}, LockTimeout: 30 * time.Second})
+		return result{rep, err}
+	}, func() bool { return upgraded(files["v2"]) }, func() bool { return !upgraded(files["v1"]) })
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
