@@ -212,43 +212,38 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 	// they would otherwise hold up in turn.
 	first := opt
 	first.LockTimeout = 0
-	type locked struct{ file, session int } // indexes in rep.Files and t.Sessions
-	var held []locked
+	base := len(rep.Files) // a session's result is rep.Files[base+k]
+	var held []int         // indexes in t.Sessions of the sessions found locked
 	for k, s := range t.Sessions {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("upgrade interrupted: %w", err)
 		}
 		res, err := upgradeSession(ctx, first, s, versions[s.Path], journal)
+		rep.Files = append(rep.Files, *res)
 		if err == nil && res.Status == upgrade.StatusBusy {
-			held = append(held, locked{len(rep.Files), k})
-			rep.Files = append(rep.Files, *res)
+			held = append(held, k)
 			continue
 		}
-		if err := upgradeDone(rep, -1, res, err, log); err != nil {
+		if err := logUpgrade(log, res, err); err != nil {
 			return err
 		}
 	}
-	for _, h := range held {
+	for _, k := range held {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("upgrade interrupted: %w", err)
 		}
-		s := t.Sessions[h.session]
+		s := t.Sessions[k]
 		res, err := upgradeSession(ctx, opt, s, versions[s.Path], journal)
-		if err := upgradeDone(rep, h.file, res, err, log); err != nil {
+		rep.Files[base+k] = *res
+		if err := logUpgrade(log, res, err); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// upgradeDone records a session's result: appended to rep.Files, or in
-// place of index i when i >= 0 (a session waited for after the others).
-func upgradeDone(rep *UpgradeReport, i int, res *upgrade.Result, err error, log zerolog.Logger) error {
-	if i >= 0 {
-		rep.Files[i] = *res
-	} else {
-		rep.Files = append(rep.Files, *res)
-	}
+// logUpgrade logs a session's result; err, when set, interrupted it.
+func logUpgrade(log zerolog.Logger, res *upgrade.Result, err error) error {
 	ev := log.Info()
 	if res.Status != upgrade.StatusUpgraded && res.Status != upgrade.StatusPlanned && res.Status != upgrade.StatusCurrent {
 		ev = log.Warn()
