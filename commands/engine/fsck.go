@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -264,19 +263,13 @@ func (tr *treeRun) aside(wait func()) {
 		wait()
 		return
 	}
-	<-tr.places
-	wait()
-	tr.places <- struct{}{}
+	waitWithout(tr.places, wait)
 }
 
 // lock takes a session's lock or its store's mutation lock: one try, then
 // a wait of up to --lock-timeout aside.
 func (tr *treeRun) lock(ctx context.Context, path string) (*durable.Lock, error) {
-	l, err := tr.opt.Ops.LockFile(ctx, path, 0)
-	if errors.Is(err, durable.ErrLockTimeout) && tr.opt.LockTimeout > 0 {
-		tr.aside(func() { l, err = tr.opt.Ops.LockFile(ctx, path, tr.opt.LockTimeout) })
-	}
-	return l, err
+	return lockAside(ctx, tr.opt.Ops, path, tr.opt.LockTimeout, tr.aside)
 }
 
 // repairTree mends the tree's own findings: the journal lines and the

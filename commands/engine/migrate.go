@@ -288,12 +288,9 @@ func (b *buildSlot) aside(wait func()) {
 		wait()
 		return
 	}
-	<-b.holds
-	handOver()
-	wait()
-	// Back in the queue for a place: the lock is held meanwhile, as it is
-	// while the source is read (pi's next write waits for it).
-	b.holds <- struct{}{}
+	// Back in the queue for a place after it: the lock is held meanwhile,
+	// as it is while the source is read (pi's next write waits for it).
+	waitWithout(b.holds, wait)
 }
 
 func (b *buildSlot) release() {

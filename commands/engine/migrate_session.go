@@ -319,11 +319,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		return fail(res, "operational", err)
 	}
 	if !env.DryRun {
-		// One try first: a lock pi holds is waited for aside (Env.aside).
-		lock, err := env.Ops.LockFile(ctx, s.Lock, 0)
-		if errors.Is(err, durable.ErrLockTimeout) && env.LockTimeout > 0 {
-			env.aside(func() { lock, err = env.Ops.LockFile(ctx, s.Lock, env.LockTimeout) })
-		}
+		lock, err := lockAside(ctx, env.Ops, s.Lock, env.LockTimeout, env.aside)
 		if errors.Is(err, durable.ErrLockTimeout) {
 			res.Outcome = OutcomeBusy
 			res.Error = &ErrorInfo{Class: "busy", Message: fmt.Sprintf("%s stayed locked for %s: pi is writing the session; the next run will migrate it", s.Lock, env.LockTimeout)}
