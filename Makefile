@@ -18,10 +18,14 @@ build:
 
 # The one test command (README, .ci/run): every test, then the crash
 # harness, whose failpoints SIGKILL child processes at named steps (they
-# are compiled in only with -tags failpoints).
+# are compiled in only with -tags failpoints). The harness runs for minutes
+# without output of its own: scripts/testprogress prints each test as it
+# starts and ends, a heartbeat while one runs long, and a failed test's
+# whole output. Everything the tests read is in the repository (fixtures/).
 test: npm-deps
 	$(GO) test ./...
-	$(GO) test -timeout 30m -tags failpoints -run Crash ./...
+	@echo "crash harness: $(GO) test -tags failpoints -run Crash ./... (children SIGKILLed at every failpoint)"
+	$(GO) run ./scripts/testprogress $(GO) test -json -timeout 30m -tags failpoints -run Crash ./...
 
 # Interop tests drive the real TypeScript pi; install its pinned packages
 # once (only when the lock file exists and node_modules does not).

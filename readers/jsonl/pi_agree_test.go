@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"pisess/fixtures"
 	"pisess/fixtures/pi"
 	"pisess/readers"
 )
@@ -22,7 +23,7 @@ func TestReaderAgreesWithRealPi(t *testing.T) {
 			files = append(files, s.Path)
 		}
 	}
-	vec, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "vectors", "realpi", "*", "source.jsonl"))
+	vec, _ := filepath.Glob(filepath.Join(fixtures.VectorsDir(t), "realpi", "*", "source.jsonl"))
 	files = append(files, vec...)
 	if len(files) < 10 {
 		t.Fatalf("only %d sessions to compare", len(files))

@@ -14,16 +14,11 @@ import (
 	"pisess/readers"
 )
 
-// vectorsDir is where the reference vectors live: /work/shared/vectors,
-// reached from this package's directory. They are read in place and never
-// written.
+// vectorsDir is where the reference vectors live (fixtures/vectors). They
+// are read in place and never written.
 func vectorsDir(tb testing.TB) string {
 	tb.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "vectors")
-	if _, err := os.Stat(dir); err != nil {
-		tb.Fatalf("reference vectors: %v", err)
-	}
-	return dir
+	return fixtures.VectorsDir(tb)
 }
 
 // sourceLine is one entry line of a session file: its 1-based number and

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"pisess/fixtures"
 	"pisess/writers/wire"
 )
 
@@ -19,14 +20,7 @@ func fixedClock() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func vectors(tb testing.TB) string {
 	tb.Helper()
-	d, err := filepath.Abs("../../../shared/vectors")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := os.Stat(d); err != nil {
-		tb.Skipf("shared vectors not found at %s", d)
-	}
-	return d
+	return fixtures.VectorsDir(tb)
 }
 
 // vectorCase is one vector folder with a reference store.

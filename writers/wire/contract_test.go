@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"pisess/fixtures"
 	"pisess/writers/store"
 	"pisess/writers/wire"
 )
@@ -18,21 +19,9 @@ import (
 // The contract test validates a bundle assembled from a store pisess wrote
 // against the reference's wire contract (draft 2020-12, formats asserted).
 
-func sharedDir(tb testing.TB) string {
-	tb.Helper()
-	d, err := filepath.Abs("../../../shared")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(d, "contract")); err != nil {
-		tb.Skipf("shared directory not found at %s", d)
-	}
-	return d
-}
-
 func compileContract(tb testing.TB) *jsonschema.Schema {
 	tb.Helper()
-	f, err := os.Open(filepath.Join(sharedDir(tb), "contract", "session_store_v2_contract.json"))
+	f, err := os.Open(fixtures.ContractPath(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -77,7 +66,7 @@ func jsonValue(tb testing.TB, b []byte) wire.Value {
 // checkpoint and a correlated ledger of every phase.
 func writeContractStore(tb testing.TB) string {
 	tb.Helper()
-	ref := filepath.Join(sharedDir(tb), "vectors", "accept", "tricky", "reference.v2")
+	ref := filepath.Join(fixtures.VectorsDir(tb), "accept", "tricky", "reference.v2")
 	dir := filepath.Join(tb.TempDir(), "s.v2")
 	clock := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 	w, err := store.Create(dir, store.Options{Clock: clock})

@@ -11,15 +11,15 @@ import (
 )
 
 // benchSession is the largest real-pi vector (about 1.2 MB, 2000 entries).
-const benchSession = "../../../shared/vectors/realpi/01a20023-7353-71a3-8d4c-642cfca7f2ee/source.jsonl"
+const benchSession = "realpi/01a20023-7353-71a3-8d4c-642cfca7f2ee/source.jsonl"
 
 // benchLines returns the session's lines after the header, each with its
 // newline, and their total size.
 func benchLines(b *testing.B) ([][]byte, int64) {
 	b.Helper()
-	src, err := os.ReadFile(filepath.FromSlash(benchSession))
+	src, err := os.ReadFile(filepath.Join(vectorsDir(b), filepath.FromSlash(benchSession)))
 	if err != nil {
-		b.Skipf("vector not found: %v", err)
+		b.Fatal(err)
 	}
 	var lines [][]byte
 	var n int64

@@ -8,18 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"pisess/fixtures"
 )
 
 func vectorsDir(tb testing.TB) string {
 	tb.Helper()
-	d, err := filepath.Abs("../../../shared/vectors")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := os.Stat(d); err != nil {
-		tb.Skipf("shared vectors not found at %s", d)
-	}
-	return d
+	return fixtures.VectorsDir(tb)
 }
 
 // Every payload the reference wrote is a fixed point of parse → canonical.
