@@ -55,29 +55,79 @@ terminal) go to stderr. -q prints only what needs action (nothing at all
 when nothing does), -v lists every item; both work before or after the
 command, as every flag does.`
 
-const envHelp = `ENVIRONMENT:
-   PISESS_CLOCK         an RFC 3339 time such as 2026-01-01T00:00:00.000Z that
-                        fixes every time pisess writes (frame timestamps,
-                        manifest createdAt/updatedAt, ledger events), so that a
-                        store can be reproduced byte for byte; an invalid value
-                        is a usage error (16). Unset: the wall clock.
-   PI_SESSIONS_DIR      the session tree, when no tree is given.
-   PI_CODING_AGENT_DIR  the pi agent directory; the tree is its sessions/ when
-                        PI_SESSIONS_DIR is unset (default ~/.pi/agent/sessions).
-   PISESS_HUGE_PAGES    off: migrate, fsck, verify, build and upgrade do not ask
-                        Linux to back the first 32 MiB of their heap with
-                        transparent huge pages (fewer page faults, a few MB
-                        more RSS).
-`
+// environment is every environment variable pisess reads that no flag
+// stands for (those are envFlags), with what it does: --help's and the man
+// page's ENVIRONMENT sections are made from it, and a test holds the
+// README's table to it.
+var environment = []struct{ name, meaning string }{
+	{EnvClock, "an RFC 3339 time such as 2026-01-01T00:00:00.000Z that fixes every time pisess writes " +
+		"(frame timestamps, manifest createdAt/updatedAt, ledger events), so that a store can be reproduced " +
+		"byte for byte; an invalid value is a usage error (16). Unset: the wall clock."},
+	{EnvSessionsDir, "the session tree, when a command is given none."},
+	{EnvAgentDir, "the pi agent directory; the tree is its sessions/ when " + EnvSessionsDir +
+		" is unset (default ~/.pi/agent/sessions)."},
+	{"PISESS_HUGE_PAGES", "off (or 0, false, no): migrate, fsck, verify, build and upgrade do not ask Linux " +
+		"to back the first 32 MiB of their heap with transparent huge pages (fewer page faults, a few MB more RSS)."},
+	{"GOGC", "the Go collector's target; unset, pisess collects at 5x the live heap (400)."},
+	{"GOMEMLIMIT", "the Go collector's soft memory limit; unset, pisess sets one that follows the live heap."},
+	{"GOMAXPROCS", "the Go runtime's number of threads running Go code at once; set, pisess keeps it " +
+		"(unset, a migration of small sessions uses one more than the CPUs, to overlap system calls)."},
+}
 
-const globalExitHelp = `EXIT STATUS (one value, never combined):
-   0   clean: nothing wrong, or nothing to do
-   1   problems were found and all of them were repaired
-   4   problems were found and some are left
-   8   operational error: pisess could not run (I/O, unreadable or refused input, interrupted)
-   16  usage error: wrong command, flags, arguments or environment
-   32  the session tree is locked by another pisess run
-`
+// exitStatuses are pisess's exit statuses, the most urgent first: the EXIT
+// STATUS sections of --help and the man page are made from them.
+var exitStatuses = []struct {
+	code    int
+	meaning string
+}{
+	{ExitClean, "clean: nothing wrong, or nothing to do"},
+	{ExitRepaired, "problems were found and all of them were repaired"},
+	{ExitProblems, "problems were found and some are left"},
+	{ExitOperational, "operational error: pisess could not run (I/O, unreadable or refused input, interrupted)"},
+	{ExitUsage, "usage error: wrong command, flags, arguments or environment"},
+	{ExitLocked, "the session tree is locked by another pisess run"},
+}
+
+// envHelp is --help's ENVIRONMENT section: the variables flags read, then
+// the others.
+func envHelp(app *cli.App) string {
+	var b strings.Builder
+	b.WriteString("ENVIRONMENT:\n")
+	for _, e := range envFlagList(app) {
+		fmt.Fprintf(&b, "   %-20s the default of %s\n", e.env, e.flag)
+	}
+	for _, e := range environment {
+		fmt.Fprintf(&b, "   %-20s %s\n", e.name, wrap(e.meaning, 55, "\n"+strings.Repeat(" ", 24)))
+	}
+	return b.String()
+}
+
+// globalExitHelp is --help's EXIT STATUS section.
+func globalExitHelp() string {
+	var b strings.Builder
+	b.WriteString("EXIT STATUS (one value, never combined):\n")
+	for _, e := range exitStatuses {
+		fmt.Fprintf(&b, "   %-3d %s\n", e.code, e.meaning)
+	}
+	return b.String()
+}
+
+// wrap breaks s into lines of at most width bytes, joined by sep.
+func wrap(s string, width int, sep string) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), sep)
+}
 
 // run is the state of one Main call: where output goes, the logger, and
 // what the command that ran produced. Main renders it after the app returns,
@@ -98,6 +148,9 @@ type run struct {
 	usageErr error
 
 	args []string // the command line, for a child run as a tree's owner
+	// argv is the command line as parsed (normalizeArgs): where a flag's
+	// value came from is read from it.
+	argv []string
 	// view is how much a text report shows (-q, -v).
 	view view
 
@@ -118,7 +171,11 @@ type run struct {
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	r := &run{stdout: stdout, stderr: stderr, log: zerolog.Nop(), json: wantsJSON(args), args: args, childExit: -1}
 	app := r.app()
-	err := app.RunContext(ctx, normalizeArgs(app, args))
+	if len(args) > 1 && args[1] == completeCommand {
+		return runComplete(app, args[2:], stdout)
+	}
+	r.argv = normalizeArgs(app, args)
+	err := app.RunContext(ctx, r.argv)
 	closeLog := func() {
 		if r.logCloser != nil {
 			if cerr := r.logCloser.Close(); cerr != nil && err == nil {
@@ -160,26 +217,25 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func (r *run) app() *cli.App {
 	app := &cli.App{
-		Name:                 "pisess",
-		Usage:                "migrate, verify, repair and roll back pi session stores (Session Store V2)",
-		UsageText:            "pisess [global options] command [command options] [arguments...]",
-		Description:          appDescription,
-		Version:              Version(),
-		EnableBashCompletion: true,
-		Suggest:              true,
+		Name:        "pisess",
+		Usage:       "migrate, verify, repair and roll back pi session stores (Session Store V2)",
+		UsageText:   "pisess [global options] command [command options] [arguments...]",
+		Description: appDescription,
+		Version:     Version(),
+		Suggest:     true,
 		// A path may hold a comma: repeat a flag to give several.
 		DisableSliceFlagSeparator: true,
 		Writer:                    r.stdout,
 		ErrWriter:                 r.stderr,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "log-format", Value: LogConsole, Usage: "log format: console (for people) or json (one object per line)"},
-			&cli.StringFlag{Name: "log-file", Usage: "append logs to `FILE` instead of stderr"},
+			&cli.StringFlag{Name: "log-format", Value: LogConsole, Usage: "log format: " + orList(flagValues["log-format"]) + " (console for people, json one object per line)"},
+			&cli.StringFlag{Name: "log-file", Usage: "append logs to `FILE` instead of stderr", TakesFile: true},
 			&cli.StringFlag{Name: "log-level", Value: "info", DefaultText: "warn on stderr, info in a log file",
-				Usage: "least severe level logged: trace, debug, info, warn or error"},
+				Usage: "least severe level logged: " + orList(flagValues["log-level"])},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only what needs action, nothing when nothing does (for cron); logs on stderr only at error level"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "list every item of a report, not only problems and notices"},
 		},
-		CustomAppHelpTemplate: cli.AppHelpTemplate + "\n" + envHelp + "\n" + globalExitHelp,
+
 		// urfave/cli calls os.Exit itself for an ExitCoder when this is nil.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   onUsageError,
@@ -205,6 +261,9 @@ func (r *run) app() *cli.App {
 		_, onTrees := treeCommands[c.Name]
 		c.Action = func(ctx *cli.Context) error {
 			r.command, r.started = ctx.Command.Name, time.Now()
+			if err := checkFlags(ctx, r.argv, ctx.Command.Flags); err != nil {
+				return err
+			}
 			if !onTrees {
 				return action(ctx)
 			}
@@ -221,6 +280,7 @@ func (r *run) app() *cli.App {
 		app.Commands = append(app.Commands, c)
 	}
 	applyConventions(app)
+	app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + envHelp(app) + "\n" + globalExitHelp()
 	return app
 }
 
@@ -229,6 +289,9 @@ func (r *run) before(c *cli.Context) error {
 	// An invalid PISESS_CLOCK is a usage error for every command, not
 	// only for those that write times.
 	if _, err := ClockFromEnv(); err != nil {
+		return err
+	}
+	if err := checkFlags(c, r.argv, c.App.Flags); err != nil {
 		return err
 	}
 	r.view = view{quiet: c.Bool("quiet"), verbose: c.Bool("verbose") && !c.Bool("quiet")}
@@ -244,19 +307,48 @@ func (r *run) before(c *cli.Context) error {
 	}
 	log, closer, err := newLogger(c.String("log-format"), level, c.String("log-file"), r.stderr)
 	if err != nil {
+		var usage *engine.UsageError
+		if env := flagEnv(r.argv, logFileFlag(c)); env != "" && !errors.As(err, &usage) && errors.Unwrap(err) != nil {
+			// The file came from the environment: say so.
+			err = fmt.Errorf("%s: %w", env, errors.Unwrap(err))
+		}
 		return err
 	}
 	r.log, r.logCloser = log, closer
 	return nil
 }
 
-// onUsageError turns urfave/cli's flag parsing errors into usage errors;
-// a duration that does not parse gets an example.
-func onUsageError(_ *cli.Context, err error, _ bool) error {
-	if msg := err.Error(); strings.Contains(msg, "invalid value") && strings.Contains(msg, "parse error") {
-		for _, d := range []string{"-lock-timeout", "-lock-wait", "-keep-within"} {
-			if strings.Contains(msg, "for flag "+d+":") {
-				return engine.Usagef("%s: want a duration such as 5s, 2m or 1h30m", strings.TrimSuffix(msg, ": parse error"))
+// logFileFlag is the global --log-file flag.
+func logFileFlag(c *cli.Context) cli.Flag {
+	for _, f := range c.App.Flags {
+		if f.Names()[0] == "log-file" {
+			return f
+		}
+	}
+	return &cli.StringFlag{Name: "log-file"}
+}
+
+// onUsageError turns urfave/cli's flag parsing errors into usage errors:
+// an unknown flag gets a did-you-mean among the flags the command takes,
+// and a value urfave/cli cannot parse names its flag and what it wants.
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	msg := err.Error()
+	const undefined = "flag provided but not defined: "
+	if name, ok := strings.CutPrefix(msg, undefined); ok {
+		if s := suggestFlag(c, strings.TrimLeft(name, "-")); s != "" {
+			return engine.Usagef("%s: did you mean %s?", msg, s)
+		}
+	}
+	// flag's message: invalid value "x" for flag -lock-wait: parse error
+	if strings.HasPrefix(msg, "invalid value ") && strings.HasSuffix(msg, ": parse error") {
+		for _, f := range commandFlags(c) {
+			if _, isDuration := f.(*cli.DurationFlag); !isDuration {
+				continue
+			}
+			for _, n := range f.Names() {
+				if strings.Contains(msg, " for flag -"+n+":") {
+					return engine.Usagef("%s: want a duration such as 5s, 2m or 1h30m", strings.TrimSuffix(msg, ": parse error"))
+				}
 			}
 		}
 	}

@@ -3,7 +3,10 @@ package commands
 import (
 	"fmt"
 	"io"
+	"os"
+	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 
@@ -78,123 +81,68 @@ func addEnv(es []string, e string) []string {
 	return []string{e}
 }
 
-// Version is pisess's version: the module version, the VCS revision and
-// the Go version it was built with.
-func Version() string {
+// VersionInfo is what pisess knows of its own build: version --json's
+// detail, and the line of --version.
+type VersionInfo struct {
+	Version   string `json:"version"`            // the module version, "(devel)" for a local build
+	Revision  string `json:"revision,omitempty"` // the VCS revision
+	Modified  bool   `json:"modified"`           // built from a tree with uncommitted changes
+	Time      string `json:"time,omitempty"`     // the revision's commit time
+	GoVersion string `json:"goVersion"`
+}
+
+// versionInfo reads the build information Go embeds in the binary.
+func versionInfo() VersionInfo {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "pisess (no build information)"
+		return VersionInfo{Version: "(no build information)", GoVersion: runtime.Version()}
 	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
+	v := VersionInfo{Version: bi.Main.Version, GoVersion: bi.GoVersion}
+	if v.Version == "" {
+		v.Version = "(devel)"
 	}
-	rev, dirty, at := "", "", ""
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			rev = s.Value
+			v.Revision = s.Value
 		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+dirty"
-			}
+			v.Modified = s.Value == "true"
 		case "vcs.time":
-			at = " " + s.Value
+			v.Time = s.Value
 		}
+	}
+	return v
+}
+
+// Version is pisess's version: the module version, the VCS revision and
+// the Go version it was built with.
+func Version() string {
+	v := versionInfo()
+	rev, dirty, at := v.Revision, "", ""
+	if v.Modified {
+		dirty = "+dirty"
+	}
+	if v.Time != "" {
+		at = " " + v.Time
 	}
 	if rev == "" {
 		rev = "unknown revision"
 	}
-	return fmt.Sprintf("pisess %s (%s%s%s) %s", v, rev, dirty, at, bi.GoVersion)
+	return fmt.Sprintf("pisess %s (%s%s%s) %s", v.Version, rev, dirty, at, v.GoVersion)
 }
 
 func versionCommand(r *run) *cli.Command {
 	return command(&cli.Command{
 		Name:  "version",
 		Usage: "print pisess's version, VCS revision and Go version",
+		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
+			r.value = versionInfo()
 			r.text = func(w io.Writer) { fmt.Fprintln(w, Version()) }
 			return nil
 		},
-	}, exitStatusHelp("0   printed"))
+	}, exitStatusHelp("0   printed", "16  usage error"))
 }
-
-func completionCommand(r *run) *cli.Command {
-	return command(&cli.Command{
-		Name:      "completion",
-		Usage:     "print a shell completion script (bash, zsh or fish)",
-		ArgsUsage: "bash|zsh|fish",
-		Description: `Prints a completion script for the shell named, to be sourced, e.g.
-   source <(pisess completion bash)      # in ~/.bashrc
-   pisess completion zsh > "${fpath[1]}/_pisess"
-   pisess completion fish > ~/.config/fish/completions/pisess.fish`,
-		Action: func(c *cli.Context) error {
-			a, err := args(c, "SHELL")
-			if err != nil {
-				return err
-			}
-			var script string
-			switch a[0] {
-			case "bash":
-				script = bashCompletion
-			case "zsh":
-				script = zshCompletion
-			case "fish":
-				script = fishCompletion(c.App)
-			default:
-				return engine.Usagef("completion %q: want bash, zsh or fish", a[0])
-			}
-			r.text = func(w io.Writer) { io.WriteString(w, script) }
-			return nil
-		},
-	}, exitStatusHelp("0   printed", "16  no shell, or one pisess has no script for"))
-}
-
-func manCommand(r *run) *cli.Command {
-	return command(&cli.Command{
-		Name:  "man",
-		Usage: "print the man page (roff), made from the command definitions",
-		Description: `Prints pisess(1) in roff, generated from the same definitions as --help:
-   pisess man > pisess.1 && man ./pisess.1`,
-		Action: func(c *cli.Context) error {
-			page, err := c.App.ToManWithSection(1)
-			if err != nil {
-				return err
-			}
-			r.text = func(w io.Writer) { io.WriteString(w, page) }
-			return nil
-		},
-	}, exitStatusHelp("0   printed"))
-}
-
-// The completion scripts ask pisess itself for the words: urfave/cli
-// answers --generate-bash-completion with the commands, or with the flags
-// of the command already typed.
-const bashCompletion = `# bash completion for pisess
-_pisess_complete() {
-    local words
-    words=$("${COMP_WORDS[0]}" "${COMP_WORDS[@]:1:$((COMP_CWORD-1))}" --generate-bash-completion 2>/dev/null)
-    COMPREPLY=($(compgen -W "$words" -- "${COMP_WORDS[COMP_CWORD]}"))
-    if [ ${#COMPREPLY[@]} -eq 0 ]; then
-        COMPREPLY=($(compgen -f -- "${COMP_WORDS[COMP_CWORD]}"))
-    fi
-}
-complete -o filenames -F _pisess_complete pisess
-`
-
-const zshCompletion = `#compdef pisess
-# zsh completion for pisess
-_pisess() {
-    local -a words_
-    words_=(${(f)"$(${words[1]} ${words[2,CURRENT-1]} --generate-bash-completion 2>/dev/null)"})
-    if (( ${#words_} )); then
-        compadd -- $words_
-    else
-        _files
-    fi
-}
-compdef _pisess pisess
-`
 
 // suggest returns the command closest to a mistyped name, or "".
 func suggest(app *cli.App, name string) string {
@@ -222,44 +170,198 @@ func init() {
 	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintln(c.App.Writer, Version()) }
 }
 
-// fishCompletion writes fish's completions from the command definitions
-// (urfave/cli's own generator recurses forever on its shared help
-// command once an app has run in the same process).
-func fishCompletion(app *cli.App) string {
-	var b strings.Builder
-	b.WriteString("# fish completion for pisess\ncomplete -c pisess -f\n")
-	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
-	flag := func(cond string, f cli.Flag) {
-		fmt.Fprintf(&b, "complete -c pisess -n %s", quote(cond))
+// flagValues are the words a flag takes, for the flags that take one of a
+// few: --help, the man page, completion and the check of a value (from
+// the command line or the environment) all read this one list.
+var flagValues = map[string][]string{
+	"log-format": {LogConsole, LogJSON},
+	"log-level":  {"trace", "debug", "info", "warn", "error"},
+}
+
+// argValues are the words a command's argument takes, for completion.
+var argValues = map[string][]string{
+	"completion": completionShells,
+}
+
+// completionShells are the shells pisess completion writes a script for.
+var completionShells = []string{"bash", "zsh", "fish"}
+
+// flagChecks judge values urfave/cli parses but cannot judge: each returns
+// what is wanted, or "" when the value is fine. The engine checks its
+// options too; these run first, so that the message can name where the
+// value came from (a flag or an environment variable).
+var flagChecks = map[string]func(c *cli.Context, name string) string{
+	"jobs": func(c *cli.Context, n string) string {
+		if c.Int(n) < 0 {
+			return "want 0 (as many as CPUs) or more"
+		}
+		return ""
+	},
+	"lock-timeout": func(c *cli.Context, n string) string {
+		if c.Duration(n) < 0 {
+			return "want a positive duration such as 30s"
+		}
+		return ""
+	},
+	"lock-wait": func(c *cli.Context, n string) string {
+		if c.Duration(n) < 0 {
+			return "want a positive duration such as 5m (0: do not wait)"
+		}
+		return ""
+	},
+}
+
+// orList writes words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// checkFlags checks the value of every flag of fs that has a rule
+// (flagValues, flagChecks), naming the flag, or the environment variable
+// the value came from when the command line did not give it.
+func checkFlags(c *cli.Context, argv []string, fs []cli.Flag) error {
+	for _, f := range fs {
+		name := f.Names()[0]
+		want := ""
+		if words, ok := flagValues[name]; ok {
+			v := c.String(name)
+			if !slices.Contains(words, v) {
+				want = "want " + orList(words)
+			}
+		} else if check, ok := flagChecks[name]; ok {
+			want = check(c, name)
+		}
+		if want != "" {
+			return engine.Usagef("%s: %s", flagValueSource(c, argv, f), want)
+		}
+	}
+	return nil
+}
+
+// flagValueSource names a flag's value for a message: `--jobs -1` when the
+// command line gave it, `PISESS_JOBS="-1" (the environment's --jobs)` when
+// the environment did.
+func flagValueSource(c *cli.Context, argv []string, f cli.Flag) string {
+	name := f.Names()[0]
+	value := fmt.Sprint(c.Value(name))
+	if _, isString := c.Value(name).(string); isString {
+		value = fmt.Sprintf("%q", value)
+	}
+	if env := flagEnv(argv, f); env != "" {
+		return fmt.Sprintf("%s=%q (the environment's --%s)", env, os.Getenv(env), name)
+	}
+	return "--" + name + " " + value
+}
+
+// flagEnv returns the environment variable that gave f its value, or ""
+// when the command line gave it or neither did.
+func flagEnv(argv []string, f cli.Flag) string {
+	df, ok := f.(cli.DocGenerationFlag)
+	if !ok || onCommandLine(argv, f) {
+		return ""
+	}
+	for _, e := range df.GetEnvVars() {
+		if _, set := os.LookupEnv(e); set {
+			return e
+		}
+	}
+	return ""
+}
+
+// onCommandLine reports whether argv (normalized: bundles split) gives f.
+func onCommandLine(argv []string, f cli.Flag) bool {
+	for _, a := range argv[min(1, len(argv)):] {
+		if a == "--" {
+			return false
+		}
+		if isFlag(a) && slices.Contains(f.Names(), flagName(a)) {
+			return true
+		}
+	}
+	return false
+}
+
+// commandFlags returns the flags of the command c runs, then the global
+// flags.
+func commandFlags(c *cli.Context) []cli.Flag {
+	var fs []cli.Flag
+	if c.Command != nil {
+		fs = append(fs, c.Command.Flags...)
+	}
+	if c.App != nil {
+		fs = append(fs, c.App.Flags...)
+	}
+	return fs
+}
+
+// suggestFlag returns the flag closest to a mistyped name, as --name, or
+// "". Dashes are ignored in the comparison (-dryrun is --dry-run).
+func suggestFlag(c *cli.Context, name string) string {
+	plain := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "")) }
+	best, score := "", 0.0
+	for _, f := range commandFlags(c) {
 		for _, n := range f.Names() {
-			if len(n) == 1 {
-				fmt.Fprintf(&b, " -s %s", n)
-			} else {
-				fmt.Fprintf(&b, " -l %s", n)
+			if len(n) < 2 {
+				continue
+			}
+			if s := smetrics.JaroWinkler(plain(name), plain(n), 0.7, 4); s > score {
+				best, score = n, s
 			}
 		}
-		if df, ok := f.(cli.DocGenerationFlag); ok {
-			if df.TakesValue() {
-				b.WriteString(" -r")
-			}
-			fmt.Fprintf(&b, " -d %s", quote(df.GetUsage()))
+	}
+	if score < 0.8 {
+		return ""
+	}
+	return "--" + best
+}
+
+// envFlag is an environment variable that gives flags their default.
+type envFlag struct {
+	env  string
+	flag string // "--jobs (migrate, fsck)", "--quiet"
+}
+
+// envFlagList lists the variables of envFlags in the order their flags
+// appear (global flags first), each with the flags and commands it serves.
+func envFlagList(app *cli.App) []envFlag {
+	var out []envFlag
+	index := map[string]int{}
+	cmds := map[string][]string{}
+	add := func(f cli.Flag, cmd string) {
+		env := envFlags[f.Names()[0]]
+		if env == "" {
+			return
 		}
-		b.WriteString("\n")
+		if _, ok := index[env]; !ok {
+			index[env] = len(out)
+			out = append(out, envFlag{env: env})
+		}
+		if cmd != "" {
+			cmds[env] = append(cmds[env], cmd)
+		}
 	}
 	for _, f := range app.Flags {
-		flag("true", f)
+		add(f, "")
 	}
 	for _, c := range app.Commands {
-		if c.Hidden {
-			continue
-		}
-		fmt.Fprintf(&b, "complete -c pisess -n '__fish_use_subcommand' -a %s -d %s\n", c.Name, quote(c.Usage))
 		for _, f := range c.Flags {
-			flag("__fish_seen_subcommand_from "+c.Name, f)
-		}
-		if c.ArgsUsage != "" {
-			fmt.Fprintf(&b, "complete -c pisess -n '__fish_seen_subcommand_from %s' -F\n", c.Name)
+			add(f, c.Name)
 		}
 	}
-	return b.String()
+	for i := range out {
+		name := ""
+		for flag, env := range envFlags {
+			if env == out[i].env {
+				name = "--" + flag
+			}
+		}
+		if cs := cmds[out[i].env]; len(cs) > 0 {
+			name += " (" + strings.Join(cs, ", ") + ")"
+		}
+		out[i].flag = name
+	}
+	return out
 }

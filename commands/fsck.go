@@ -51,9 +51,6 @@ pisess migrate or fsck --repair refreshes it.`,
 			if err != nil {
 				return err
 			}
-			if c.Int("jobs") < 0 {
-				return engine.Usagef("--jobs %d: want 0 (number of CPUs) or more", c.Int("jobs"))
-			}
 			var bar Progress = noProgress{}
 			rep, err := engine.Fsck(r.log.WithContext(c.Context), engine.FsckOptions{
 				Paths:  c.Args().Slice(),

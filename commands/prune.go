@@ -26,7 +26,7 @@ a prune killed midway leaves .pisess/pruning/, which the next prune removes.
 Each removal is logged. --dry-run lists what would go.`,
 		Flags: []cli.Flag{
 			jsonFlag(),
-			&cli.DurationFlag{Name: "keep-within", Usage: "keep runs whose last record is this recent (such as 720h for 30 days); required"},
+			&cli.StringFlag{Name: "keep-within", Usage: "keep runs whose last record is this recent: " + retentionHelp + "; required"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "list what would be removed; remove nothing"},
 			lockWaitFlag(),
 		},
@@ -36,10 +36,14 @@ Each removal is logged. --dry-run lists what would go.`,
 				return err
 			}
 			if !c.IsSet("keep-within") {
-				return engine.Usagef("--keep-within DURATION is required (such as --keep-within 720h)")
+				return engine.Usagef("--keep-within is required: %s", retentionHelp)
+			}
+			keep, err := parseRetention(c.String("keep-within"))
+			if err != nil {
+				return engine.Usagef("--keep-within %v", err)
 			}
 			rep, err := engine.Prune(r.log.WithContext(c.Context), engine.PruneOptions{
-				Paths: c.Args().Slice(), KeepWithin: c.Duration("keep-within"), DryRun: c.Bool("dry-run"),
+				Paths: c.Args().Slice(), KeepWithin: keep, DryRun: c.Bool("dry-run"),
 				LockWait: c.Duration("lock-wait"), Clock: clock,
 			})
 			if rep.Cutoff != "" {
@@ -62,8 +66,8 @@ func renderPrune(w io.Writer, rep engine.PruneReport) {
 		verb = "would remove"
 	}
 	for _, t := range rep.Trees {
-		fmt.Fprintf(w, "tree %s: %s %d run(s) ended before %s (%d journal line(s)), %d quarantine entr(ies), %d bytes; %d run(s) kept\n",
-			t.Root, verb, len(t.Runs), rep.Cutoff, t.JournalLines, len(t.Quarantine), t.Bytes, t.KeptRuns)
+		fmt.Fprintf(w, "tree %s: %s %d run(s) ended before %s (%d journal line(s)), %d quarantine entr(ies), %s; %d run(s) kept\n",
+			t.Root, verb, len(t.Runs), rep.Cutoff, t.JournalLines, len(t.Quarantine), size(t.Bytes), t.KeptRuns)
 		for _, id := range t.Runs {
 			fmt.Fprintf(w, "  run %s\n", id)
 		}

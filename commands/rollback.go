@@ -36,7 +36,7 @@ pisess rollback [--dry-run] [--json] --to-checkpoint N STORE
 		Flags: []cli.Flag{
 			jsonFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what would be done; change nothing"},
-			&cli.StringSliceFlag{Name: "tree", Usage: "the session tree whose journal to read (repeatable; default: the default tree)"},
+			&cli.StringSliceFlag{Name: "tree", Usage: "the session tree whose journal to read (repeatable; default: the default tree)", TakesFile: true},
 			&cli.Uint64Flag{Name: "to-checkpoint", Usage: "roll STORE back to checkpoint `N`"},
 			lockWaitFlag(),
 			&cli.DurationFlag{Name: "lock-timeout", Value: engine.DefaultLockTimeout, Usage: "how long to wait for a session or store lock"},
