@@ -80,6 +80,10 @@ func TestShortOptionBundles(t *testing.T) {
 	if r := pisess(t, "migrate", "-nj-1", root); r.code != ExitUsage || !strings.Contains(r.stderr, "--jobs -1") {
 		t.Errorf("-nj-1: %s", r)
 	}
+	// Without -q the dry run prints its plan: the bundle's -q was read.
+	if r := pisess(t, "migrate", "-nj2", root); r.code != ExitClean || !strings.Contains(r.stdout, "would migrate") {
+		t.Errorf("-nj2: %s", r)
+	}
 }
 
 // TestUnknownFlagDidYouMean: a mistyped flag gets the closest flag the

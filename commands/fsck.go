@@ -98,7 +98,7 @@ func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 		fmt.Fprintf(w, "tree %s: %d session(s)\n", t.Root, len(t.Sessions))
 		for _, f := range t.Findings {
 			if shown(f) {
-				renderFinding(w, "  ", f)
+				renderFinding(w, "  ", t.Root, f)
 			}
 		}
 		for _, s := range t.Sessions {
@@ -117,7 +117,7 @@ func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 			}
 			fmt.Fprintf(w, "  %s [%s]\n", relTo([]string{t.Root}, s.Path), class)
 			for _, f := range fs {
-				renderFinding(w, "    ", f)
+				renderFinding(w, "    ", t.Root, f)
 			}
 		}
 	}
@@ -143,7 +143,10 @@ func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 	}
 }
 
-func renderFinding(w io.Writer, indent string, f engine.FsckFinding) {
+// renderFinding prints a finding with its path relative to the tree root
+// (as every path of a text report): "[code] path (where): detail", then
+// what repairs it.
+func renderFinding(w io.Writer, indent, root string, f engine.FsckFinding) {
 	state := "problem"
 	switch {
 	case f.Notice:
@@ -151,12 +154,33 @@ func renderFinding(w io.Writer, indent string, f engine.FsckFinding) {
 	case f.Repaired:
 		state = "repaired"
 	}
-	fmt.Fprintf(w, "%s%s %s\n", indent, state, f)
+	trees := []string{root}
+	path := relTo(trees, f.Path)
+	if path == "." {
+		path = "(the tree)"
+	}
+	fmt.Fprintf(w, "%s%s [%s] %s%s", indent, state, f.Code, path, where(f.Segment, f.Offset, f.Line))
+	if f.Detail != "" {
+		fmt.Fprintf(w, ": %s", relText(trees, f.Detail))
+	}
+	fmt.Fprintln(w)
 	if f.Notice || f.Repaired {
 		return
 	}
-	fmt.Fprintf(w, "%s  repair: %s\n", indent, f.Repair)
+	fmt.Fprintf(w, "%s  repair: %s\n", indent, relText(trees, f.Repair))
 	if f.RepairError != "" {
-		fmt.Fprintf(w, "%s  not repaired: %s\n", indent, f.RepairError)
+		fmt.Fprintf(w, "%s  not repaired: %s\n", indent, relText(trees, f.RepairError))
 	}
+}
+
+// where is " (segment N, offset O)" or " (line N)" for a finding in a
+// file, "" when it is about the file as a whole.
+func where(segment uint64, offset, line int64) string {
+	switch {
+	case segment > 0:
+		return fmt.Sprintf(" (segment %d, offset %d)", segment, offset)
+	case line > 0:
+		return fmt.Sprintf(" (line %d)", line)
+	}
+	return ""
 }

@@ -474,7 +474,12 @@ func TestFsckText(t *testing.T) {
 	if r.code != ExitProblems {
 		t.Fatalf("fsck: %s", r)
 	}
-	for _, want := range []string{"[manifest.missing] " + store.ManifestPath(tr.sidecar), "repair: fsck --repair: recompute the manifest",
+	// Paths in text are relative to the tree.
+	rel, err := filepath.Rel(tr.root, store.ManifestPath(tr.sidecar))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"[manifest.missing] " + rel + ": missing", "repair: fsck --repair: recompute the manifest",
 		"1 problem(s), 0 repaired, 1 left", "run pisess fsck --repair"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("text report lacks %q:\n%s", want, r.stdout)

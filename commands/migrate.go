@@ -117,19 +117,30 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 	if rep.DryRun {
 		mode = "migrate --dry-run (nothing written in the tree)"
 	}
-	// Problems first (they need action), then notices (sessions the
-	// reference refuses: pi keeps reading them as JSONL), then, with -v,
-	// everything else; the summary counts all.
-	var problems, notices, others []engine.SessionResult
+	// A dry run's plan first (what a run would change, one line a
+	// session), then problems (they need action), then notices (sessions
+	// the reference refuses: pi keeps reading them as JSONL), then, with
+	// -v, everything else; the summary counts all.
+	var plan, problems, notices, others []engine.SessionResult
 	for _, s := range rep.Sessions {
 		switch {
 		case s.Problem(rep.Strict):
 			problems = append(problems, s)
 		case s.Outcome == engine.OutcomeRefused:
 			notices = append(notices, s)
+		case rep.DryRun && s.Outcome == engine.OutcomeChecked:
+			plan = append(plan, s)
 		default:
 			others = append(others, s)
 		}
+	}
+	fmt.Fprintf(w, "%s: correlation id %s\n", mode, rep.CorrelationID)
+	if !v.quiet && len(plan) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, s := range plan {
+			fmt.Fprintf(tw, "would %s\t%s\t%d entries\t%s\t%s\n", s.Action, relTo(rep.Trees, s.Path), s.Entries, size(s.Bytes), relText(rep.Trees, s.Reason))
+		}
+		tw.Flush()
 	}
 	rows := problems
 	if !v.quiet {
@@ -138,22 +149,17 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 	if v.verbose {
 		rows = append(rows, others...)
 	}
-	fmt.Fprintf(w, "%s: correlation id %s\n", mode, rep.CorrelationID)
 	if len(rows) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "OUTCOME\tACTION\tENTRIES\tSIZE\tSESSION\tREASON")
 		for _, s := range rows {
-			reason := s.Reason
-			if s.Error != nil && s.Error.Message != reason {
-				reason = s.Error.Message
-			}
 			outcome := string(s.Outcome)
 			if s.Outcome == engine.OutcomeRefused && !rep.Strict {
 				outcome = "notice"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", outcome, s.Action, s.Entries, size(s.Bytes), relTo(rep.Trees, s.Path), reason)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", outcome, s.Action, s.Entries, size(s.Bytes), relTo(rep.Trees, s.Path), migrateReason(rep.Trees, s))
 			for _, n := range s.Notes {
-				fmt.Fprintf(tw, "\t\t\t\t\tnote: %s\n", n)
+				fmt.Fprintf(tw, "\t\t\t\t\tnote: %s\n", relText(rep.Trees, n))
 			}
 		}
 		tw.Flush()
@@ -164,7 +170,7 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 	for _, kv := range []struct {
 		n    int
 		name string
-	}{{t.Migrated, "migrated"}, {t.Refreshed, "refreshed"}, {t.Verified, "verified (dry run)"}, {t.Skipped, "up to date"},
+	}{{t.Migrated, "migrated"}, {t.Refreshed, "refreshed"}, {t.Verified, "would change (built and verified outside the tree)"}, {t.Skipped, "up to date"},
 		{t.NeedsRepair, "need repair"}, {t.Refused, "refused by the reference (notices)"}, {t.Busy, "busy"}, {t.Failed, "failed"}} {
 		if kv.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", kv.n, kv.name))
@@ -179,5 +185,22 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 	}
 	if t.Migrated+t.Refreshed > 0 && !rep.DryRun {
 		fmt.Fprintf(w, "undo this run with: %s\n", engine.RollbackHint(rep.CorrelationID, rep.Trees))
+	}
+}
+
+// migrateReason is a session's REASON: for a refusal its line, class and
+// reason (the SESSION column names the file), else the error or the
+// plan's reason, with paths relative to the tree.
+func migrateReason(trees []string, s engine.SessionResult) string {
+	switch e := s.Error; {
+	case e == nil:
+		return relText(trees, s.Reason)
+	case s.Outcome == engine.OutcomeRefused && s.Reason != "":
+		if e.Line > 0 {
+			return fmt.Sprintf("line %d: %s: %s", e.Line, e.Class, relText(trees, s.Reason))
+		}
+		return fmt.Sprintf("%s: %s", e.Class, relText(trees, s.Reason))
+	default:
+		return relText(trees, e.Message)
 	}
 }

@@ -97,15 +97,17 @@ func renderRollback(w io.Writer, rep engine.RollbackReport, v view) {
 		if v.quiet && s.Error == "" {
 			continue
 		}
-		fmt.Fprintf(w, "  %-20s %s\n", s.Action, relTo([]string{s.Tree}, s.Session))
+		trees := []string{s.Tree}
+		fmt.Fprintf(w, "  %-20s %s\n", s.Action, relTo(trees, s.Session))
 		if s.Detail != "" {
-			fmt.Fprintf(w, "  %-20s %s\n", "", s.Detail)
+			fmt.Fprintf(w, "  %-20s %s\n", "", relText(trees, s.Detail))
 		}
 		if s.Error != "" {
-			fmt.Fprintf(w, "  %-20s error: %s\n", "", s.Error)
+			fmt.Fprintf(w, "  %-20s error: %s\n", "", relText(trees, s.Error))
 		}
 	}
 	for _, f := range rep.Forged {
-		fmt.Fprintf(w, "  %-20s %s line %d: %s (not acted on; fsck reports it)\n", "refused-record", f.Journal, f.Line, f.Detail)
+		trees := []string{f.Tree}
+		fmt.Fprintf(w, "  %-20s %s line %d: %s (not acted on; fsck reports it)\n", "refused-record", relTo(trees, f.Journal), f.Line, relText(trees, f.Detail))
 	}
 }

@@ -55,8 +55,8 @@ func renderRuns(w io.Writer, rep engine.RunsReport) {
 			if cmd == "" {
 				cmd = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\n", run.CorrelationID, cmd, run.Start, run.End,
-				run.Sessions, run.Completed, run.Failed, rb, run.QuarantineBytes)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", run.CorrelationID, cmd, run.Start, run.End,
+				run.Sessions, run.Completed, run.Failed, rb, size(run.QuarantineBytes))
 		}
 		tw.Flush()
 		if t.BadLines > 0 {

@@ -145,11 +145,12 @@ func renderStatusSessions(w io.Writer, rep engine.StatusReport, rows []engine.St
 	}
 	tw.Flush()
 	for _, s := range rows {
+		trees := []string{s.Tree}
 		switch {
 		case s.Error != "":
-			fmt.Fprintf(w, "%s: %s: %s\n", relTo([]string{s.Tree}, s.Path), s.Class, s.Error)
+			fmt.Fprintf(w, "%s: %s: %s\n", relTo(trees, s.Path), s.Class, relText(trees, s.Error))
 		case s.Reason != "":
-			fmt.Fprintf(w, "%s: %s: %s\n", relTo([]string{s.Tree}, s.Path), s.Class, s.Reason)
+			fmt.Fprintf(w, "%s: %s: %s\n", relTo(trees, s.Path), s.Class, relText(trees, s.Reason))
 		}
 	}
 	renderStatusSummary(w, rep)

@@ -103,10 +103,10 @@ func renderUpgrade(w io.Writer, rep engine.UpgradeReport, v view) {
 			if p.Line > 0 {
 				where = fmt.Sprintf("line %d: ", p.Line)
 			}
-			fmt.Fprintf(w, "  %s%s: %s\n", where, p.Class, p.Reason)
+			fmt.Fprintf(w, "  %s%s: %s\n", where, p.Class, relText(rep.Trees, p.Reason))
 		}
 		if f.Status == upgrade.StatusUpgraded || f.Status == upgrade.StatusPlanned {
-			renderUpgradeDetail(w, f)
+			renderUpgradeDetail(w, rep.Trees, f)
 		}
 	}
 	renderSkipped(w, rep.Trees, rep.Skipped, v)
@@ -128,7 +128,7 @@ func renderUpgrade(w io.Writer, rep engine.UpgradeReport, v view) {
 	}
 }
 
-func renderUpgradeDetail(w io.Writer, f upgrade.Result) {
+func renderUpgradeDetail(w io.Writer, trees []string, f upgrade.Result) {
 	fmt.Fprintf(w, "  new header: %s\n", f.NewHeader)
 	fmt.Fprintf(w, "  %d entries, %d ids assigned, %d parents set, %d roles renamed (hookMessage → custom)\n",
 		f.Entries, len(f.IDs), f.ParentsSet, len(f.RolesRenamed))
@@ -170,7 +170,7 @@ func renderUpgradeDetail(w io.Writer, f upgrade.Result) {
 	}
 	fmt.Fprintf(w, "  %d bytes (sha256 %s) → %d bytes (sha256 %s)\n", f.SourceSize, f.SourceSHA256, f.NewSize, f.NewSHA256)
 	if f.Quarantine != "" {
-		fmt.Fprintf(w, "  original kept at %s\n", f.Quarantine)
+		fmt.Fprintf(w, "  original kept at %s\n", relTo(trees, f.Quarantine))
 	}
 	if ref := f.Reference; ref != nil {
 		if ref.Migratable {

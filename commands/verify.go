@@ -52,7 +52,7 @@ func renderVerify(w io.Writer, rep engine.VerifyReport, v view) {
 		}
 		switch {
 		case s.Skipped:
-			fmt.Fprintf(w, "skipped  %s: %s\n", relTo(rep.Trees, s.Path), s.Error)
+			fmt.Fprintf(w, "skipped  %s: %s\n", relTo(rep.Trees, s.Path), relText(rep.Trees, s.Error))
 			continue
 		case s.Verified:
 			fmt.Fprintf(w, "verified %s\n", relTo(rep.Trees, s.Sidecar))
@@ -63,7 +63,7 @@ func renderVerify(w io.Writer, rep engine.VerifyReport, v view) {
 			fmt.Fprintf(w, "FAILED   %s\n", relTo(rep.Trees, s.Path))
 		}
 		if s.Error != "" {
-			fmt.Fprintf(w, "  error: %s\n", s.Error)
+			fmt.Fprintf(w, "  error: %s\n", relText(rep.Trees, s.Error))
 		}
 		if s.Sidecar == "" || s.Error != "" && len(s.Invariants) == 0 {
 			continue
@@ -73,18 +73,11 @@ func renderVerify(w io.Writer, rep engine.VerifyReport, v view) {
 			f.EntryCountMatch, f.HashChainMatch, f.IndexConsistent, s.Entries, s.SourceEntries, s.Fresh)
 		for _, inv := range s.Invariants {
 			if !inv.Holds {
-				fmt.Fprintf(w, "  %s broken: %s\n", inv.Code, inv.Detail)
+				fmt.Fprintf(w, "  %s broken: %s\n", inv.Code, relText(rep.Trees, inv.Detail))
 			}
 		}
 		for _, fd := range s.Findings {
-			where := fd.Path
-			switch {
-			case fd.Segment > 0:
-				where += fmt.Sprintf(" (segment %d, offset %d)", fd.Segment, fd.Offset)
-			case fd.Line > 0:
-				where += fmt.Sprintf(" (line %d)", fd.Line)
-			}
-			fmt.Fprintf(w, "  [%s] %s: %s\n", fd.Code, where, fd.Detail)
+			fmt.Fprintf(w, "  [%s] %s%s: %s\n", fd.Code, relTo(rep.Trees, fd.Path), where(fd.Segment, fd.Offset, fd.Line), relText(rep.Trees, fd.Detail))
 		}
 	}
 	renderSkipped(w, rep.Trees, rep.Skipped, v)

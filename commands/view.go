@@ -3,12 +3,13 @@ package commands
 import (
 	"fmt"
 	"io"
-
 	"path/filepath"
-	"pisess/readers/discover"
+	"sort"
 	"strings"
 
 	"github.com/dustin/go-humanize"
+
+	"pisess/readers/discover"
 )
 
 // view is how much a text report shows, for the operator reading it:
@@ -42,6 +43,26 @@ func relTo(trees []string, path string) string {
 	return rel
 }
 
+// relText rewrites, in a message meant for people (a finding's detail, an
+// error, a rollback's account), every path inside one of trees as a path
+// relative to it, as relTo does for a path alone: text reports are
+// tree-relative; --json keeps the exact paths. Only a root followed by a
+// separator is rewritten, so /t/a is not taken for a path inside /t/ab.
+func relText(trees []string, s string) string {
+	roots := make([]string, 0, len(trees))
+	for _, t := range trees {
+		if t = filepath.Clean(t); t != string(filepath.Separator) && t != "." {
+			roots = append(roots, t)
+		}
+	}
+	// The longest first: a tree nested in another is the nearer one.
+	sort.Slice(roots, func(i, j int) bool { return len(roots[i]) > len(roots[j]) })
+	for _, t := range roots {
+		s = strings.ReplaceAll(s, t+string(filepath.Separator), "")
+	}
+	return s
+}
+
 // size is a byte count for people (exact numbers are in --json).
 func size[N int64 | uint64](n N) string {
 	if n < 0 {
@@ -57,6 +78,6 @@ func renderSkipped(w io.Writer, trees []string, sk []discover.Skipped, v view) {
 		return
 	}
 	for _, e := range sk {
-		fmt.Fprintf(w, "notice: %s: skipped, %s: %s\n", relTo(trees, e.Path), strings.ReplaceAll(string(e.Kind), "_", " "), e.Reason)
+		fmt.Fprintf(w, "notice: %s: skipped, %s: %s\n", relTo(trees, e.Path), strings.ReplaceAll(string(e.Kind), "_", " "), relText(trees, e.Reason))
 	}
 }
