@@ -44,7 +44,8 @@ func TestCancelNamesTheRun(t *testing.T) {
 		}
 		args := []string{"migrate", "--jobs", "1", "--lock-timeout", "1m", "--correlation-id", "cancel-run-0001", root}
 		if asJSON {
-			args = append(args, "--json")
+			// JSON logs too: the canceled session's record is checked.
+			args = append(args, "--json", "--log-format", "json")
 		}
 		cmd := exec.Command(os.Args[0], args...)
 		cmd.Env = append(os.Environ(), envTestMain+"=1")
@@ -89,6 +90,19 @@ func TestCancelNamesTheRun(t *testing.T) {
 			}
 			if doc.Error.Class != ClassCanceled || doc.Error.CorrelationID != "cancel-run-0001" || len(doc.Report.Sessions) == 0 {
 				t.Errorf("JSON error %+v", doc)
+			}
+			// Each log record is one JSON object whose keys are unique:
+			// the canceled session's names the run once.
+			checkJSONLines(t, "stderr", errb.String())
+			var canceled map[string]any
+			for _, l := range strings.Split(errb.String(), "\n") {
+				var rec map[string]any
+				if json.Unmarshal([]byte(l), &rec) == nil && rec["message"] == "session canceled" {
+					canceled = rec
+				}
+			}
+			if canceled == nil || canceled["correlationId"] != "cancel-run-0001" || !strings.HasSuffix(canceled["session"].(string), "b.jsonl") {
+				t.Errorf("no session canceled record naming the run and b.jsonl:\n%s", errb.String())
 			}
 		} else {
 			msg := errb.String()

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"pisess/commands/engine"
@@ -259,8 +260,38 @@ func TestJSONProgress(t *testing.T) {
 			t.Errorf("session line %v", l)
 		}
 	}
-	if strings.Join(types, ",") != "plan,session,session" {
-		t.Errorf("progress lines %v, want plan then one per session", types)
+	if strings.Join(types, ",") != "plan,session,session,summary" {
+		t.Errorf("progress lines %v, want plan, one per session, summary", types)
+	}
+
+	// A run over sessions it skips (fresh) and refuses counts their bytes
+	// in neither bytesTotal nor bytesDone (validateProgress checks that
+	// bytesDone never passes bytesTotal, and reaches it), and its summary
+	// carries the report's totals and exit status.
+	if err := os.WriteFile(filepath.Join(filepath.Dir(session), "u.jsonl"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused, err := os.ReadFile(refusedSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(session), "r.jsonl"), refused, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = pisess(t, "migrate", "--json-progress", root)
+	if r.code != ExitClean {
+		t.Fatalf("%s", r)
+	}
+	lines := validateProgress(t, r.stderr)
+	plan, sum := lines[0], lines[len(lines)-1]
+	// The new sessions are planned as migrations (one turns out refused
+	// when read); the two fresh ones are not work.
+	if want := fmt.Sprint(len(b) + len(refused)); plan["total"] != json.Number("4") || plan["bytesTotal"] != json.Number(want) {
+		t.Errorf("plan %v: want 4 sessions and the bytes of the two new ones (%s)", plan, want)
+	}
+	totals, _ := sum["totals"].(map[string]any)
+	if sum["exitStatus"] != json.Number("0") || totals["migrated"] != json.Number("1") || totals["skipped"] != json.Number("2") || totals["refused"] != json.Number("1") {
+		t.Errorf("summary %v", sum)
 	}
 }
 

@@ -35,15 +35,23 @@ type envelope struct {
 }
 
 // reportItem is one session, file, store or run, under the same key names
-// in every command.
+// in every command: a member means the same wherever it appears (a run's
+// correlation id and command have members of their own).
 type reportItem struct {
-	Path         string          `json:"path"`
-	SourceFormat string          `json:"sourceFormat,omitempty"`
-	Action       string          `json:"action,omitempty"`
-	Outcome      string          `json:"outcome,omitempty"`
-	Class        string          `json:"class,omitempty"`
-	Findings     []reportFinding `json:"findings"`
-	Error        *reportError    `json:"error,omitempty"`
+	Path         string `json:"path"`
+	SourceFormat string `json:"sourceFormat,omitempty"`
+	Action       string `json:"action,omitempty"`
+	Outcome      string `json:"outcome,omitempty"`
+	Class        string `json:"class,omitempty"`
+	// A run (runs, prune): its correlation id, the command it was, and
+	// the times of its first and last records, as the envelope's own.
+	CorrelationID string          `json:"correlationId,omitempty"`
+	Command       string          `json:"command,omitempty"`
+	StartedAt     string          `json:"startedAt,omitempty"`
+	FinishedAt    string          `json:"finishedAt,omitempty"`
+	RolledBack    *bool           `json:"rolledBack,omitempty"`
+	Findings      []reportFinding `json:"findings"`
+	Error         *reportError    `json:"error,omitempty"`
 }
 
 type reportFinding struct {
@@ -71,7 +79,11 @@ func (r *run) newEnvelope(code int) envelope {
 		ExitStatus: code, Items: []reportItem{}, Trees: []string{}, Totals: map[string]int64{},
 		Detail: r.value,
 	}
-	switch rep := r.value.(type) {
+	value := r.value
+	if ij, ok := value.(inspectJSON); ok {
+		value = ij.InspectReport // inspect's document wraps its report
+	}
+	switch rep := value.(type) {
 	case engine.MigrateReport:
 		e.CorrelationID, e.DryRun, e.Trees = rep.CorrelationID, rep.DryRun, rep.Trees
 		for _, s := range rep.Sessions {
@@ -81,11 +93,7 @@ func (r *run) newEnvelope(code int) envelope {
 			}
 			e.Items = append(e.Items, it)
 		}
-		t := rep.Totals
-		e.Totals = counts("sessions", t.Sessions, "migrated", t.Migrated, "refreshed", t.Refreshed, "verified", t.Verified,
-			"skipped", t.Skipped, "needsRepair", t.NeedsRepair, "refused", t.Refused, "busy", t.Busy, "failed", t.Failed,
-			"skippedEntries", len(rep.Skipped))
-		e.Totals["entries"], e.Totals["bytes"], e.Totals["sourceBytes"] = int64(t.Entries), int64(t.Bytes), t.SourceBytes
+		e.Totals = migrateTotals(rep)
 	case engine.StatusReport:
 		for _, t := range rep.Trees {
 			e.Trees = append(e.Trees, t.Root)
@@ -202,27 +210,32 @@ func (r *run) newEnvelope(code int) envelope {
 		e.Totals = counts("entries", int(rep.Entries), "segments", int(rep.Segments))
 		e.Totals["bytes"] = int64(rep.Bytes)
 	case engine.RunsReport:
-		runs := 0
+		runs, rolled := 0, 0
 		for _, t := range rep.Trees {
 			e.Trees = append(e.Trees, t.Root)
 			for _, rn := range t.Runs {
-				outcome := "kept"
-				if rn.RolledBack {
-					outcome = "rolled-back"
-				}
-				e.Items = append(e.Items, reportItem{Path: t.Root, Action: rn.Command, Outcome: outcome, Class: rn.CorrelationID, Findings: []reportFinding{}})
+				rolledBack := rn.RolledBack
+				e.Items = append(e.Items, reportItem{Path: t.Root, CorrelationID: rn.CorrelationID, Command: rn.Command,
+					StartedAt: rn.Start, FinishedAt: rn.End, RolledBack: &rolledBack, Findings: []reportFinding{}})
 				runs++
+				if rolledBack {
+					rolled++
+				}
 			}
 		}
-		e.Totals = counts("runs", runs)
+		e.Totals = counts("runs", runs, "rolledBack", rolled)
 	case engine.PruneReport:
 		e.DryRun = rep.DryRun
 		var runs, entries, lines int
 		var bytes int64
 		for _, t := range rep.Trees {
 			e.Trees = append(e.Trees, t.Root)
+			outcome := "pruned"
+			if rep.DryRun {
+				outcome = "would-prune"
+			}
 			for _, id := range t.Runs {
-				e.Items = append(e.Items, reportItem{Path: t.Root, Action: "prune", Outcome: "pruned", Class: id, Findings: []reportFinding{}})
+				e.Items = append(e.Items, reportItem{Path: t.Root, CorrelationID: id, Action: "prune", Outcome: outcome, Findings: []reportFinding{}})
 			}
 			runs, entries, lines, bytes = runs+len(t.Runs), entries+len(t.Quarantine), lines+t.JournalLines, bytes+t.Bytes
 		}
@@ -255,6 +268,17 @@ func (r *run) newEnvelope(code int) envelope {
 		e.Tree = e.Trees[0]
 	}
 	return e
+}
+
+// migrateTotals are migrate's totals, in its report and its progress
+// summary.
+func migrateTotals(rep engine.MigrateReport) map[string]int64 {
+	t := rep.Totals
+	m := counts("sessions", t.Sessions, "migrated", t.Migrated, "refreshed", t.Refreshed, "verified", t.Verified,
+		"skipped", t.Skipped, "needsRepair", t.NeedsRepair, "refused", t.Refused, "busy", t.Busy, "failed", t.Failed,
+		"skippedEntries", len(rep.Skipped))
+	m["entries"], m["bytes"], m["sourceBytes"] = int64(t.Entries), int64(t.Bytes), t.SourceBytes
+	return m
 }
 
 func counts(kv ...any) map[string]int64 {

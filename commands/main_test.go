@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,17 @@ func pisess(tb testing.TB, args ...string) result {
 	if wantsJSON(append([]string{"pisess"}, args...)) && out.Len() > 0 {
 		// Every --json document of every test follows the schema.
 		validateReport(tb, out.String())
+	}
+	if slices.Contains(args, "--json-progress") {
+		// And so does every progress stream.
+		validateProgress(tb, errb.String())
+	}
+	// No JSON line pisess writes (logs, progress) holds a key twice.
+	checkJSONLines(tb, "stderr", errb.String())
+	if log := logFileOf(args); log != "" {
+		if b, err := os.ReadFile(log); err == nil {
+			checkJSONLines(tb, log, string(b))
+		}
 	}
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }

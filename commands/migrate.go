@@ -93,9 +93,17 @@ and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
 						jp.session(res)
 					}
 				},
-				Progress: func(n int64) { bar.Add(int(n)) },
+				Progress: func(n int64) {
+					bar.Add(int(n))
+					if jp != nil {
+						jp.bytes(n)
+					}
+				},
 			})
 			bar.Finish()
+			if jp != nil {
+				jp.summary(rep, err)
+			}
 			if rep.CorrelationID != "" {
 				r.report, r.value = rep, rep
 				r.text = func(w io.Writer) { renderMigrate(w, rep, r.view) }

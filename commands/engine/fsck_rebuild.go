@@ -19,7 +19,7 @@ func (tr *treeRun) rebuild(ctx context.Context, s discover.Session, reason strin
 		Ops:         tr.opt.Ops,
 		LockTimeout: tr.opt.LockTimeout,
 		Journal:     tr.journal,
-		Log:         *tr.log,
+		Log:         tr.log.With().Str("correlationId", tr.cid).Logger(),
 		waitAside:   tr.aside,
 	}
 	res := RebuildSidecar(ctx, env, s, tr.cid, reason)

@@ -164,7 +164,8 @@ type MigrateOptions struct {
 	LockWait time.Duration
 	Clock    func() time.Time
 	Ops      durable.Ops
-	// Progress is called with the source bytes of each session as it ends.
+	// Progress is called with the source bytes of each session the plan
+	// counted (one it migrates or refreshes) as it ends.
 	Progress func(n int64)
 	// OnSession is called with each session's result as it ends (from the
 	// worker goroutines: it must be safe for concurrent use).
@@ -483,7 +484,9 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 				log.Warn().Err(err).Str("session", res.Path).Msg("displaced sidecar kept")
 			}
 		}
-		if opt.Progress != nil {
+		// Only the bytes the plan counted: a skipped or refused
+		// session's would take the progress past its total.
+		if a := jobs[i].plan.action; opt.Progress != nil && (a == PlanMigrate || a == PlanRefresh) {
 			opt.Progress(jobs[i].session.Size)
 		}
 		if opt.OnSession != nil {

@@ -304,7 +304,8 @@ func (x *session) failed(res SessionResult, class wire.ErrorClass, v wire.Verifi
 		err = fmt.Errorf("%w (and %v)", err, jerr)
 	}
 	if canceled {
-		x.env.Log.Warn().Str("session", x.s.Path).Str("correlationId", x.correlation).Err(err).Msg("session canceled")
+		// The run's logger carries the correlation id already.
+		x.env.Log.Warn().Str("session", x.s.Path).Err(err).Msg("session canceled")
 		return fail(res, "canceled", err)
 	}
 	x.env.Log.Warn().Str("session", x.s.Path).Str("errorClass", string(class)).Err(err).Msg("session failed")
