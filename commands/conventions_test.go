@@ -441,15 +441,20 @@ func TestCompletionWords(t *testing.T) {
 	}
 }
 
-// completionBin puts pisess (this test binary, run as pisess) on PATH for
-// a shell.
-func completionBin(t *testing.T) (dir string, env []string) {
+// completionBin writes shell's completion script into a fresh directory,
+// as name, and puts pisess (this test binary, run as pisess) on the PATH
+// of env, for the shell to run.
+func completionBin(t *testing.T, shell, name string) (dir, script string, env []string) {
 	t.Helper()
 	dir = t.TempDir()
 	if err := os.Symlink(os.Args[0], filepath.Join(dir, "pisess")); err != nil {
 		t.Fatal(err)
 	}
-	return dir, append(os.Environ(), envTestMain+"=1", "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	script = filepath.Join(dir, name)
+	if err := os.WriteFile(script, []byte(completionScripts[shell]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, script, append(os.Environ(), envTestMain+"=1", "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
 // TestBashCompletion sources the bash script in a real bash and drives
@@ -460,12 +465,8 @@ func TestBashCompletion(t *testing.T) {
 	if err != nil {
 		t.Fatal("bash is not on PATH")
 	}
-	dir, env := completionBin(t)
+	dir, script, env := completionBin(t, "bash", "pisess.bash")
 	if err := os.WriteFile(filepath.Join(dir, "afile.txt"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(dir, "pisess.bash")
-	if err := os.WriteFile(script, []byte(completionScripts["bash"]), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -522,11 +523,7 @@ func TestFishCompletion(t *testing.T) {
 	if err != nil {
 		t.Skip("fish is not installed")
 	}
-	dir, env := completionBin(t)
-	script := filepath.Join(dir, "pisess.fish")
-	if err := os.WriteFile(script, []byte(completionScripts["fish"]), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	_, script, env := completionBin(t, "fish", "pisess.fish")
 	for _, tt := range []struct {
 		line string
 		want []string
@@ -566,11 +563,7 @@ func TestZshCompletion(t *testing.T) {
 	if err != nil {
 		t.Skip("zsh is not installed")
 	}
-	dir, env := completionBin(t)
-	script := filepath.Join(dir, "_pisess")
-	if err := os.WriteFile(script, []byte(completionScripts["zsh"]), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	_, script, env := completionBin(t, "zsh", "_pisess")
 	for _, tt := range []struct {
 		words []string
 		want  string
