@@ -205,6 +205,9 @@ func (r *run) app() *cli.App {
 		_, onTrees := treeCommands[c.Name]
 		c.Action = func(ctx *cli.Context) error {
 			r.command, r.started = ctx.Command.Name, time.Now()
+			if err := r.checkBounds(ctx); err != nil {
+				return err
+			}
 			if !onTrees {
 				return action(ctx)
 			}
@@ -221,6 +224,7 @@ func (r *run) app() *cli.App {
 		app.Commands = append(app.Commands, c)
 	}
 	applyConventions(app)
+	applyBounds(app)
 	return app
 }
 
