@@ -224,6 +224,7 @@ func (r *run) app() *cli.App {
 		app.Commands = append(app.Commands, c)
 	}
 	applyConventions(app)
+	addAllUsersFlags(app)
 	applyBounds(app)
 	return app
 }
