@@ -253,16 +253,24 @@ func TestAllUsers(t *testing.T) {
 	}
 }
 
+// twoOwners makes two trees, base/a of hostileUID and base/b of the uid
+// after it (as root).
+func twoOwners(t *testing.T) (base, a, b string) {
+	t.Helper()
+	requireRoot(t)
+	base = openBase(t)
+	a, b = filepath.Join(base, "a"), filepath.Join(base, "b")
+	ownedTree(t, a, hostileUID, hostileUID)
+	ownedTree(t, b, hostileUID+1, hostileUID+1)
+	return base, a, b
+}
+
 // TestRootManyOwners: root names trees of different owners in one
 // command: each runs as its owner, a missing tree named on the command
 // line is an error for that tree only (exit 8, named), the others run;
 // rollback still wants one owner per run.
 func TestRootManyOwners(t *testing.T) {
-	requireRoot(t)
-	base := openBase(t)
-	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
-	ownedTree(t, a, hostileUID, hostileUID)
-	ownedTree(t, b, hostileUID+1, hostileUID+1)
+	base, a, b := twoOwners(t)
 	missing := filepath.Join(base, "missing")
 
 	r := pisess(t, "migrate", "--json", a, missing, b)
@@ -325,11 +333,7 @@ func TestAllUsersUsage(t *testing.T) {
 // are reported not run, and a usage error a child finds (the same for
 // every tree) ends the run at the first tree.
 func TestRootManyOwnersInterrupted(t *testing.T) {
-	requireRoot(t)
-	base := openBase(t)
-	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
-	ownedTree(t, a, hostileUID, hostileUID)
-	ownedTree(t, b, hostileUID+1, hostileUID+1)
+	_, a, b := twoOwners(t)
 	if r := pisess(t, "prune", "--json", a, b); r.code != ExitUsage || !strings.Contains(r.stdout, "keep-within") || strings.Count(r.stdout, `"schema"`) != 1 {
 		t.Errorf("prune without --keep-within over two owners: %s", r)
 	}
