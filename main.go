@@ -34,5 +34,5 @@ func main() {
 	code := commands.Main(ctx, os.Args, os.Stdout, os.Stderr)
 	stopProfiling()
 	stop()
-	os.Exit(code)
+	commands.Exit(code)
 }

@@ -264,6 +264,9 @@ func (r *run) app() *cli.App {
 			if err := checkFlags(ctx, r.argv, ctx.Command.Flags); err != nil {
 				return err
 			}
+			if err := r.checkBounds(ctx); err != nil {
+				return err
+			}
 			if !onTrees {
 				return action(ctx)
 			}
@@ -280,6 +283,8 @@ func (r *run) app() *cli.App {
 		app.Commands = append(app.Commands, c)
 	}
 	applyConventions(app)
+	addAllUsersFlags(app)
+	applyBounds(app)
 	app.CustomAppHelpTemplate = cli.AppHelpTemplate + "\n" + envHelp(app) + "\n" + globalExitHelp()
 	return app
 }

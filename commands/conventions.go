@@ -186,31 +186,6 @@ var argValues = map[string][]string{
 // completionShells are the shells pisess completion writes a script for.
 var completionShells = []string{"bash", "zsh", "fish"}
 
-// flagChecks judge values urfave/cli parses but cannot judge: each returns
-// what is wanted, or "" when the value is fine. The engine checks its
-// options too; these run first, so that the message can name where the
-// value came from (a flag or an environment variable).
-var flagChecks = map[string]func(c *cli.Context, name string) string{
-	"jobs": func(c *cli.Context, n string) string {
-		if c.Int(n) < 0 {
-			return "want 0 (as many as CPUs) or more"
-		}
-		return ""
-	},
-	"lock-timeout": func(c *cli.Context, n string) string {
-		if c.Duration(n) < 0 {
-			return "want a positive duration such as 30s"
-		}
-		return ""
-	},
-	"lock-wait": func(c *cli.Context, n string) string {
-		if c.Duration(n) < 0 {
-			return "want a positive duration such as 5m (0: do not wait)"
-		}
-		return ""
-	},
-}
-
 // orList writes words as "a, b or c".
 func orList(words []string) string {
 	if len(words) < 2 {
@@ -220,7 +195,7 @@ func orList(words []string) string {
 }
 
 // checkFlags checks the value of every flag of fs that has a rule
-// (flagValues, flagChecks), naming the flag, or the environment variable
+// (flagValues; numeric flags are checked against their bounds, bounds.go), naming the flag, or the environment variable
 // the value came from when the command line did not give it.
 func checkFlags(c *cli.Context, argv []string, fs []cli.Flag) error {
 	for _, f := range fs {
@@ -231,8 +206,6 @@ func checkFlags(c *cli.Context, argv []string, fs []cli.Flag) error {
 			if !slices.Contains(words, v) {
 				want = "want " + orList(words)
 			}
-		} else if check, ok := flagChecks[name]; ok {
-			want = check(c, name)
 		}
 		if want != "" {
 			return engine.Usagef("%s: %s", flagValueSource(c, argv, f), want)

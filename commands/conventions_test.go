@@ -148,8 +148,8 @@ func TestEnvironmentValueErrorsNameTheVariable(t *testing.T) {
 		want string
 	}{
 		{[]string{"--log-level", "loud", "status", root}, `pisess: --log-level "loud": want trace, debug`},
-		{[]string{"fsck", "--jobs", "-1", root}, "pisess: --jobs -1: want 0"},
-		{[]string{"migrate", "-n", "--lock-wait", "-1s", root}, "pisess: --lock-wait -1s: want a positive duration"},
+		{[]string{"fsck", "--jobs", "-1", root}, "pisess: --jobs -1: below the minimum of 0"},
+		{[]string{"migrate", "-n", "--lock-wait", "-1s", root}, "pisess: --lock-wait -1s: below the minimum of 0s"},
 	} {
 		if r := pisess(t, tt.args...); r.code != ExitUsage || !strings.Contains(r.stderr, tt.want) {
 			t.Errorf("%v: want %q: %s", tt.args, tt.want, r)

@@ -46,6 +46,27 @@ func ExitCode(rep engine.Report, err error) int {
 	}
 }
 
+// exitUrgency ranks exit statuses in ExitCode's order, most urgent last.
+var exitUrgency = map[int]int{ExitClean: 0, ExitRepaired: 1, ExitProblems: 2, ExitOperational: 3, ExitLocked: 4, ExitUsage: 5}
+
+// WorstExit is the most urgent of several exit statuses, in ExitCode's
+// order (usage, locked, operational, problems left, all repaired, clean):
+// a root run over several trees, one child per tree, exits with it. A
+// status outside the table counts as operational.
+func WorstExit(codes ...int) int {
+	worst, rank := ExitClean, 0
+	for _, c := range codes {
+		u, ok := exitUrgency[c]
+		if !ok {
+			c, u = ExitOperational, exitUrgency[ExitOperational]
+		}
+		if u > rank {
+			worst, rank = c, u
+		}
+	}
+	return worst
+}
+
 // Error classes of the --json failure object {"error":{"class","message"}}.
 const (
 	ClassUsage       = "usage"

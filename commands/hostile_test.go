@@ -23,15 +23,12 @@ import (
 // re-executes itself as a tree's owner (owner.go): the child is this
 // binary with pisess's arguments.
 func TestMain(m *testing.M) {
-	switch {
-	case os.Getenv(envOwnerChild) != "":
-		os.Exit(Main(context.Background(), os.Args, os.Stdout, os.Stderr))
-	case os.Getenv(envTestMain) != "":
+	if os.Getenv(envOwnerChild) != "" || os.Getenv(envTestMain) != "" {
 		// As main.go does: a signal cancels the run.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := Main(ctx, os.Args, os.Stdout, os.Stderr)
 		stop()
-		os.Exit(code)
+		Exit(code)
 	}
 	os.Exit(m.Run())
 }

@@ -11,4 +11,9 @@
 // refused, a symlinked directory inside a tree is reported and not entered.
 // What it finds is a snapshot: the engine re-checks under the session lock
 // with no-follow opens before it changes anything.
+//
+// It also says where sessions are by default: a user's own default tree
+// (DefaultRoots, from the environment), and for root's --all-users every
+// account's (Accounts, from the system's user database through getent,
+// which it runs; UserDefaultRoot).
 package discover
