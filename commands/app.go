@@ -232,22 +232,7 @@ func (r *run) before(c *cli.Context) error {
 		return err
 	}
 	r.view = view{quiet: c.Bool("quiet"), verbose: c.Bool("verbose") && !c.Bool("quiet")}
-	level := c.String("log-level")
-	if !c.IsSet("log-level") && c.String("log-file") == "" {
-		// On stderr, which a person reads (or cron mails), the run
-		// records are noise: warnings and errors only by default; a log
-		// file gets everything from info up.
-		level = "warn"
-		if r.view.quiet {
-			level = "error"
-		}
-	}
-	log, closer, err := newLogger(c.String("log-format"), level, c.String("log-file"), r.stderr)
-	if err != nil {
-		return err
-	}
-	r.log, r.logCloser = log, closer
-	return nil
+	return r.setupLogging(c)
 }
 
 // onUsageError turns urfave/cli's flag parsing errors into usage errors;

@@ -33,6 +33,18 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
+	// A run as root logs to /var/log/pisess by default: the tests' runs
+	// log to a directory of their own.
+	if os.Getenv(EnvLogDir) == "" {
+		dir, err := os.MkdirTemp("", "pisess-test-log-")
+		if err != nil {
+			panic(err)
+		}
+		os.Setenv(EnvLogDir, dir)
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
 	os.Exit(m.Run())
 }
 
