@@ -64,6 +64,11 @@ const envHelp = `ENVIRONMENT:
    PI_SESSIONS_DIR      the session tree, when no tree is given.
    PI_CODING_AGENT_DIR  the pi agent directory; the tree is its sessions/ when
                         PI_SESSIONS_DIR is unset (default ~/.pi/agent/sessions).
+   PISESS_LOG_DIR       the directory of the default log (pisess.log), which
+                        the commands that act on trees append to when no
+                        --log-file is given; default /var/log/pisess for
+                        root, else $XDG_STATE_HOME/pisess, else
+                        ~/.local/state/pisess.
    PISESS_HUGE_PAGES    off: migrate, fsck, verify, build and upgrade do not ask
                         Linux to back the first 32 MiB of their heap with
                         transparent huge pages (fewer page faults, a few MB
@@ -106,6 +111,9 @@ type run struct {
 	cid     string
 	started time.Time
 
+	// metrics is where the run's metrics go (metrics.go); nil: nowhere.
+	metrics *runMetrics
+
 	// childExit is the exit status of the child that ran the command as
 	// the tree's owner (owner.go), which printed everything itself; -1
 	// when the command ran here.
@@ -127,8 +135,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err == nil && r.childExit >= 0 {
+		code := r.finishMetrics(r.childExit)
 		closeLog()
-		return r.childExit
+		return code
 	}
 	if err == nil {
 		err = r.usageErr
@@ -136,7 +145,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		err = r.canceled(err)
 	}
-	code := ExitCode(r.report, err)
+	code := r.finishMetrics(ExitCode(r.report, err))
 	r.endRun(code, err)
 	closeLog()
 	switch {
@@ -173,7 +182,8 @@ func (r *run) app() *cli.App {
 		ErrWriter:                 r.stderr,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-format", Value: LogConsole, Usage: "log format: console (for people) or json (one object per line)"},
-			&cli.StringFlag{Name: "log-file", Usage: "append logs to `FILE` instead of stderr"},
+			&cli.StringFlag{Name: "log-file", Usage: "append logs to `FILE` instead of stderr and the default log"},
+			&cli.StringFlag{Name: "metrics-file", Usage: "write the run's metrics to `FILE` in the Prometheus text format (node_exporter's textfile collector), replaced at the end of every run"},
 			&cli.StringFlag{Name: "log-level", Value: "info", DefaultText: "warn on stderr, info in a log file",
 				Usage: "least severe level logged: trace, debug, info, warn or error"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only what needs action, nothing when nothing does (for cron); logs on stderr only at error level"},
@@ -224,7 +234,7 @@ func (r *run) app() *cli.App {
 	return app
 }
 
-// before sets up logging from the global flags.
+// before sets up logging and metrics from the global flags.
 func (r *run) before(c *cli.Context) error {
 	// An invalid PISESS_CLOCK is a usage error for every command, not
 	// only for those that write times.
@@ -232,7 +242,10 @@ func (r *run) before(c *cli.Context) error {
 		return err
 	}
 	r.view = view{quiet: c.Bool("quiet"), verbose: c.Bool("verbose") && !c.Bool("quiet")}
-	return r.setupLogging(c)
+	if err := r.setupLogging(c); err != nil {
+		return err
+	}
+	return r.setupMetrics(c)
 }
 
 // onUsageError turns urfave/cli's flag parsing errors into usage errors;

@@ -148,7 +148,9 @@ func (r *run) runAsOwner(uid, treeGid int) error {
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGTERM}
 	r.log.Debug().Int("uid", uid).Uint32("gid", cred.Gid).Msg("running as the owner of the tree")
+	collect := r.childMetrics(cmd, uid)
 	err := cmd.Run()
+	collect()
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit) && exit.ExitCode() >= 0:
