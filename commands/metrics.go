@@ -64,7 +64,9 @@ func (r *run) setupMetrics(c *cli.Context) error {
 		return nil
 	}
 	file := c.String("metrics-file")
-	if file == "" {
+	if file == "" || dryRunArg(r.args) {
+		// A dry run is not the job the metrics watch: it would pass for
+		// one, and a success at that.
 		return nil
 	}
 	abs, err := filepath.Abs(file)
@@ -76,6 +78,21 @@ func (r *run) setupMetrics(c *cli.Context) error {
 	}
 	r.metrics = &runMetrics{file: abs}
 	return nil
+}
+
+// dryRunArg reports whether --dry-run (-n) appears among the arguments
+// before "--", as wantsJSON looks for --json: a root parent that runs
+// the command in children never parses the command's flags.
+func dryRunArg(args []string) bool {
+	for _, a := range args[min(1, len(args)):] {
+		switch a {
+		case "--":
+			return false
+		case "--dry-run", "-dry-run", "-n", "--n", "--dry-run=true", "-dry-run=true", "-n=true":
+			return true
+		}
+	}
+	return false
 }
 
 // finishMetrics writes the run's metrics file, or, in a child, hands its

@@ -289,7 +289,7 @@ func TestMetricsEveryCommand(t *testing.T) {
 	if fsckOutcomes["repaired"] < 2 {
 		t.Errorf("fsck --repair repaired %v sessions", fsckOutcomes["repaired"])
 	}
-	same(metrics.RunSessions, metrics.LabelOutcome, "upgrade", count(run(ExitClean, "upgrade", "--dry-run"), byOutcome))
+	same(metrics.RunSessions, metrics.LabelOutcome, "upgrade", count(run(ExitClean, "upgrade"), byOutcome))
 	r = run(ExitClean, "runs")
 	if err := json.Unmarshal([]byte(r.stdout), &items); err != nil || len(items.Items) == 0 {
 		t.Fatalf("runs: %s", r)
@@ -333,6 +333,16 @@ func TestMetricsFileChecked(t *testing.T) {
 	}
 	if r := pisess(t, "version"); r.code != ExitClean {
 		t.Fatalf("version with PISESS_METRICS_FILE set: %s", r)
+	}
+	// A dry run is not the job: it writes no metrics.
+	dry := filepath.Join(t.TempDir(), "dry.prom")
+	for _, args := range [][]string{{"migrate", "--dry-run"}, {"migrate", "-n"}, {"upgrade", "-n"}} {
+		if r := pisess(t, append(args, "-q", "--metrics-file", dry, root)...); r.code != ExitClean {
+			t.Fatalf("%v: %s", args, r)
+		}
+		if _, err := os.Lstat(dry); err == nil {
+			t.Fatalf("%v wrote metrics", args)
+		}
 	}
 	prom := filepath.Join(t.TempDir(), "env.prom")
 	t.Setenv("PISESS_METRICS_FILE", prom)
