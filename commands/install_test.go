@@ -301,19 +301,7 @@ func cronEnv(home, user string) []string {
 // environment, as uid, from the user's home.
 func runCron(t *testing.T, uid int, env []string, dir, command string) result {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", command)
-	cmd.Env, cmd.Dir = env, dir
-	if uid != 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}}
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("%s: %v", command, err)
-	}
-	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	return runAs(t, uid, env, dir, "/bin/sh", []string{"sh", "-c", command})
 }
 
 // reachable makes dir's ancestors up to the temporary directory

@@ -62,10 +62,16 @@ func userTree(t *testing.T) (tree, home string) {
 func pisessAs(t *testing.T, uid int, env []string, args ...string) result {
 	t.Helper()
 	// /proc/self/exe: uid may not search the directory of the test binary.
-	cmd := exec.Command("/proc/self/exe", args...)
-	cmd.Args[0] = "pisess"
-	cmd.Env = append(append([]string{}, env...), envTestMain+"=1")
-	cmd.Dir = "/"
+	return runAs(t, uid, append(append([]string{}, env...), envTestMain+"=1"), "/", "/proc/self/exe", append([]string{"pisess"}, args...))
+}
+
+// runAs runs path with argv (argv[0] its name) as uid (its own group,
+// no other), with exactly env, in dir.
+func runAs(t *testing.T, uid int, env []string, dir, path string, argv []string) result {
+	t.Helper()
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.Args[0] = argv[0]
+	cmd.Env, cmd.Dir = env, dir
 	if uid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}}
 	}
@@ -74,7 +80,7 @@ func pisessAs(t *testing.T, uid int, env []string, args ...string) result {
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("run pisess as uid %d: %v", uid, err)
+		t.Fatalf("run %v as uid %d: %v", argv, uid, err)
 	}
 	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
 }
