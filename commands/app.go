@@ -66,6 +66,9 @@ var environment = []struct{ name, meaning string }{
 	{EnvSessionsDir, "the session tree, when a command is given none."},
 	{EnvAgentDir, "the pi agent directory; the tree is its sessions/ when " + EnvSessionsDir +
 		" is unset (default ~/.pi/agent/sessions)."},
+	{"PISESS_LOG_DIR", "the directory of the default log (pisess.log), which the commands that act on trees " +
+		"append to when no --log-file is given; default /var/log/pisess for root, else $XDG_STATE_HOME/pisess, " +
+		"else ~/.local/state/pisess."},
 	{"PISESS_HUGE_PAGES", "off (or 0, false, no): migrate, fsck, verify, build and upgrade do not ask Linux " +
 		"to back the first 32 MiB of their heap with transparent huge pages (fewer page faults, a few MB more RSS)."},
 	{"GOGC", "the Go collector's target; unset, pisess collects at 5x the live heap (400)."},
@@ -159,6 +162,9 @@ type run struct {
 	cid     string
 	started time.Time
 
+	// metrics is where the run's metrics go (metrics.go); nil: nowhere.
+	metrics *runMetrics
+
 	// childExit is the exit status of the child that ran the command as
 	// the tree's owner (owner.go), which printed everything itself; -1
 	// when the command ran here.
@@ -184,8 +190,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err == nil && r.childExit >= 0 {
+		code := r.finishMetrics(r.childExit)
 		closeLog()
-		return r.childExit
+		return code
 	}
 	if err == nil {
 		err = r.usageErr
@@ -193,7 +200,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		err = r.canceled(err)
 	}
-	code := ExitCode(r.report, err)
+	code := r.finishMetrics(ExitCode(r.report, err))
 	r.endRun(code, err)
 	closeLog()
 	switch {
@@ -229,7 +236,8 @@ func (r *run) app() *cli.App {
 		ErrWriter:                 r.stderr,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-format", Value: LogConsole, Usage: "log format: " + orList(flagValues["log-format"]) + " (console for people, json one object per line)"},
-			&cli.StringFlag{Name: "log-file", Usage: "append logs to `FILE` instead of stderr", TakesFile: true},
+			&cli.StringFlag{Name: "log-file", Usage: "append logs to `FILE` instead of stderr and the default log", TakesFile: true},
+			&cli.StringFlag{Name: "metrics-file", Usage: "write the run's metrics to `FILE` in the Prometheus text format (node_exporter's textfile collector), replaced at the end of every run", TakesFile: true},
 			&cli.StringFlag{Name: "log-level", Value: "info", DefaultText: "warn on stderr, info in a log file",
 				Usage: "least severe level logged: " + orList(flagValues["log-level"])},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only what needs action, nothing when nothing does (for cron); logs on stderr only at error level"},
@@ -289,7 +297,7 @@ func (r *run) app() *cli.App {
 	return app
 }
 
-// before sets up logging from the global flags.
+// before sets up logging and metrics from the global flags.
 func (r *run) before(c *cli.Context) error {
 	// An invalid PISESS_CLOCK is a usage error for every command, not
 	// only for those that write times.
@@ -300,18 +308,7 @@ func (r *run) before(c *cli.Context) error {
 		return err
 	}
 	r.view = view{quiet: c.Bool("quiet"), verbose: c.Bool("verbose") && !c.Bool("quiet")}
-	level := c.String("log-level")
-	if !c.IsSet("log-level") && c.String("log-file") == "" {
-		// On stderr, which a person reads (or cron mails), the run
-		// records are noise: warnings and errors only by default; a log
-		// file gets everything from info up.
-		level = "warn"
-		if r.view.quiet {
-			level = "error"
-		}
-	}
-	log, closer, err := newLogger(c.String("log-format"), level, c.String("log-file"), r.stderr)
-	if err != nil {
+	if err := r.setupLogging(c); err != nil {
 		var usage *engine.UsageError
 		if env := flagEnv(r.argv, logFileFlag(c)); env != "" && !errors.As(err, &usage) && errors.Unwrap(err) != nil {
 			// The file came from the environment: say so.
@@ -319,8 +316,7 @@ func (r *run) before(c *cli.Context) error {
 		}
 		return err
 	}
-	r.log, r.logCloser = log, closer
-	return nil
+	return r.setupMetrics(c)
 }
 
 // logFileFlag is the global --log-file flag.

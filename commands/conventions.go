@@ -30,6 +30,7 @@ var envFlags = map[string]string{
 	"log-format":   "PISESS_LOG_FORMAT",
 	"log-file":     "PISESS_LOG_FILE",
 	"log-level":    "PISESS_LOG_LEVEL",
+	"metrics-file": "PISESS_METRICS_FILE",
 	"quiet":        "PISESS_QUIET",
 	"jobs":         "PISESS_JOBS",
 	"lock-timeout": "PISESS_LOCK_TIMEOUT",

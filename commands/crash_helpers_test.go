@@ -95,7 +95,7 @@ func crashExec(tb testing.TB, bin string, env []string, args ...string) crashOut
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PISESS_") {
+		if !strings.HasPrefix(kv, "PISESS_") || strings.HasPrefix(kv, EnvLogDir+"=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}

@@ -18,17 +18,17 @@ import (
 )
 
 // cronLine is the README's cron line, read from the README itself so that
-// the test runs it exactly as printed (only the log file is moved into the
-// test's directory).
+// the test runs it exactly as printed (only the default log, log, is moved
+// into the test's directory).
 func cronLine(t *testing.T, log string) []string {
 	t.Helper()
-	return readmeCronLine(t, "*/15 * * * * pisess ", log)
+	return readmeCronLine(t, "*/15 * * * * /usr/local/bin/pisess ", log)
 }
 
 // pruneLine is the README's weekly prune line, as cronLine.
 func pruneLine(t *testing.T, log string) []string {
 	t.Helper()
-	return readmeCronLine(t, "30 4 * * 0 pisess ", log)
+	return readmeCronLine(t, "30 4 * * 0 /usr/local/bin/pisess ", log)
 }
 
 func readmeCronLine(t *testing.T, prefix, log string) []string {
@@ -37,15 +37,13 @@ func readmeCronLine(t *testing.T, prefix, log string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if filepath.Base(log) != defaultLogName {
+		t.Fatalf("the cron lines log to the default log, %s, not %s", defaultLogName, log)
+	}
+	t.Setenv(EnvLogDir, filepath.Dir(log))
 	for _, line := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(line, prefix) {
-			f := strings.Fields(strings.TrimPrefix(line, prefix))
-			for i := range f {
-				if f[i] == "/var/log/pisess.log" {
-					f[i] = log
-				}
-			}
-			return f
+			return strings.Fields(strings.TrimPrefix(line, prefix))
 		}
 	}
 	t.Fatalf("the README has no cron line %q", prefix)

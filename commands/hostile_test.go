@@ -30,6 +30,28 @@ func TestMain(m *testing.M) {
 		stop()
 		Exit(code)
 	}
+	// A run as root logs to /var/log/pisess by default: the tests' runs
+	// log to a directory of their own, whose log every uid a test runs
+	// pisess as may append to.
+	if os.Getenv(EnvLogDir) == "" {
+		dir, err := os.MkdirTemp("", "pisess-test-log-")
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, defaultLogName), nil, 0o666)
+		}
+		if err == nil {
+			err = os.Chmod(filepath.Join(dir, defaultLogName), 0o666)
+		}
+		if err == nil {
+			err = os.Chmod(dir, 0o777)
+		}
+		if err != nil {
+			panic(err)
+		}
+		os.Setenv(EnvLogDir, dir)
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
 	os.Exit(m.Run())
 }
 

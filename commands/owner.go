@@ -442,6 +442,9 @@ func (r *run) runAsOwner(ctx context.Context, o ownerRun) (int, error) {
 		fds = append(fds, strconv.Itoa(2+len(cmd.ExtraFiles)))
 	}
 	cmd.Env = append(cmd.Env, envTreeFDs+"="+strings.Join(fds, ","))
+	// The child's metrics come back through a pipe added after the
+	// descriptors above, whose numbers it was told.
+	collect := r.childMetrics(cmd, int(o.uid))
 	cmd.SysProcAttr = ownerAttr(cred)
 	ev := r.log.Debug().Uint32("uid", o.uid)
 	if cred != nil {
@@ -453,6 +456,7 @@ func (r *run) runAsOwner(ctx context.Context, o ownerRun) (int, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	err = cmd.Run()
+	collect()
 	if cmd.ProcessState == nil {
 		return fail(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
+	"pisess/verify"
 	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
@@ -59,9 +60,12 @@ type VerificationInfo struct {
 
 // SessionResult is one session of a migrate run.
 type SessionResult struct {
-	Path         string            `json:"path"`
-	SourceFormat string            `json:"sourceFormat"`
-	Action       PlanAction        `json:"action"`
+	Path         string     `json:"path"`
+	SourceFormat string     `json:"sourceFormat"`
+	Action       PlanAction `json:"action"`
+	// Class is the sidecar's status class as the run found it, when the
+	// plan read it (the metrics count sessions by class).
+	Class        verify.Class      `json:"class,omitempty"`
 	Reason       string            `json:"reason"`
 	Outcome      Outcome           `json:"outcome"`
 	Entries      uint64            `json:"entries"`

@@ -140,7 +140,7 @@ func onlyInvalidSourceState(list []verify.Finding) bool {
 
 // planned is the result of a session before anything is done.
 func planned(s discover.Session, p plan) SessionResult {
-	return SessionResult{Path: s.Path, SourceFormat: string(s.Format), Action: p.action, Reason: p.reason,
+	return SessionResult{Path: s.Path, SourceFormat: string(s.Format), Action: p.action, Class: p.class, Reason: p.reason,
 		SourceBytes: s.Size, Notes: p.notes, Sidecar: discover.SidecarPath(s.Path)}
 }
 
