@@ -5,15 +5,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 
-	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"pisess/ledger"
 	"pisess/verify"
@@ -180,28 +178,6 @@ func (d *discarder) run() {
 		}
 	}
 	d.out <- res
-}
-
-// syncKeptDisplaced makes the moves of the displaced sidecars the run
-// kept durable: each directory they changed is synced once, however many
-// sessions share it (a discarded copy needs none: a crash that undoes its
-// move leaves it at its backup name, which fsck quarantines).
-func syncKeptDisplaced(ops durable.Ops, sessions []SessionResult, log zerolog.Logger) {
-	synced := map[string]bool{}
-	for _, s := range sessions {
-		if s.Displaced == "" {
-			continue
-		}
-		for _, dir := range s.syncDirs {
-			if synced[dir] {
-				continue
-			}
-			synced[dir] = true
-			if err := ops.SyncDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				log.Warn().Err(err).Str("session", s.Path).Msg("the move of the displaced sidecar into the quarantine may not survive a crash")
-			}
-		}
-	}
 }
 
 // builtByPisess reports whether the store's own ledger ends with a

@@ -23,12 +23,6 @@ func Usagef(format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...)}
 }
 
-// ErrTreeLocked may be wrapped by an error that means "another pisess run
-// holds the tree lock" (so may a *durable.TreeLockedError: see
-// IsTreeLocked): it maps to exit status 32, not 8, so that cron can tell
-// "try later" from "broken".
-var ErrTreeLocked = errors.New("session tree is locked by another pisess run")
-
 // IsTreeLocked reports whether err means another pisess run holds the tree
 // lock: ErrTreeLocked or a *durable.TreeLockedError in its chain.
 func IsTreeLocked(err error) bool {

@@ -1,24 +1,10 @@
 package engine
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"syscall"
-	"time"
-
-	"golang.org/x/sys/unix"
-
-	"pisess/readers/discover"
-	"pisess/verify"
-	"pisess/writers/wire"
 )
 
 // FreshCacheName is the fresh cache in a tree's .pisess/: for each session
@@ -62,17 +48,6 @@ const freshCacheMax = 32 << 20
 // sidecar with more (many segments) is judged every run.
 const freshMaxNames = 64
 
-// racyWindow: a verdict on files changed this close to (or after) the
-// start of its judgment is not cached.
-var racyWindow = 2 * time.Second
-
-// statusFast and statusVouched are verify's (variables so that tests can
-// count the judgments the cache saves).
-var (
-	statusFast    = verify.StatusFast
-	statusVouched = verify.StatusVouched
-)
-
 type freshEntry struct {
 	// Names are the sidecar's entries, relative to it ("" is the sidecar
 	// directory itself), sorted, each ending in a newline: one string,
@@ -101,48 +76,6 @@ type freshEntry struct {
 	Frames bool `json:"frames,omitempty"`
 }
 
-// freshCache is one tree's fresh cache, loaded once per run.
-type freshCache struct {
-	stateSet[freshEntry]
-	// loaded is when the cache was read, before the run's walk: every
-	// judgment of the run (headers read, statuses) came after it.
-	loaded time.Time
-	// candidates were judged fresh by this run's planning (settle);
-	// written are the sidecars this run wrote and verified, as read just
-	// after (vouch). Both under mu.
-	candidates []candidate
-	written    []writtenEntry
-	// layouts are the Names values met, split (nil: not valid).
-	layoutMu sync.Mutex
-	layouts  map[string][]string
-}
-
-// candidate is a session a status of this run found fresh.
-type candidate struct {
-	s  discover.Session
-	st verify.StatusReport
-}
-
-// writtenEntry is the entry of a sidecar this run wrote, and the device of
-// its files.
-type writtenEntry struct {
-	rel string
-	dev uint64
-	e   freshEntry
-}
-
-func loadFreshCache(tree string) *freshCache {
-	c := &freshCache{loaded: time.Now(), layouts: map[string][]string{}}
-	c.stateSet = loadStateSet(tree, FreshCacheName, freshCacheMax, func(e freshEntry) bool {
-		if len(e.Digest) != 2*sha256.Size || len(e.Source) != sha256.Size || e.Version <= 0 || !wire.ValidUUID(e.SessionID) {
-			return false // also every entry of an earlier pisess, which had no source digest
-		}
-		_, ok := c.layout(e.Names)
-		return ok
-	})
-	return c
-}
-
 // joinNames is the Names of an entry.
 func joinNames(names []string) string {
 	var b strings.Builder
@@ -151,180 +84,6 @@ func joinNames(names []string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
-}
-
-// layout splits an entry's Names (once per distinct value); ok is false
-// for names that are not a sidecar's: too many, or one that could leave
-// it (data in a user's tree, never an address elsewhere).
-func (c *freshCache) layout(joined string) ([]string, bool) {
-	c.layoutMu.Lock()
-	defer c.layoutMu.Unlock()
-	if names, ok := c.layouts[joined]; ok {
-		return names, names != nil
-	}
-	names := strings.SplitAfter(joined, "\n")
-	ok := len(names) > 1 && len(names) <= freshMaxNames+1 && names[len(names)-1] == ""
-	if ok {
-		names = names[:len(names)-1]
-		for i, n := range names {
-			n = strings.TrimSuffix(n, "\n")
-			if n != "" && (!filepath.IsLocal(n) || n != filepath.Clean(n) || strings.Contains(n, "\n")) {
-				ok = false
-			}
-			names[i] = n
-		}
-	}
-	if !ok {
-		names = nil
-	}
-	c.layouts[joined] = names
-	return names, ok
-}
-
-// Header implements discover.Headers: the header version of a session
-// judged fresh, while its file's metadata is what it was then.
-func (c *freshCache) Header(rel string, key discover.FileKey) (int, bool) {
-	e, ok := c.get(rel)
-	if !ok || e.Source != sourceDigest(key) {
-		return 0, false
-	}
-	return e.Version, true
-}
-
-// sidecarVouched returns s's entry when its sidecar's files are as the
-// entry saw them.
-func (c *freshCache) sidecarVouched(s discover.Session) (freshEntry, bool) {
-	e, ok := c.get(s.Rel)
-	if !ok || s.Sidecar == "" {
-		return freshEntry{}, false
-	}
-	names, ok := c.layout(e.Names)
-	if !ok {
-		return freshEntry{}, false
-	}
-	d, _, ok := metaDigest(s.Sidecar, names, time.Time{})
-	return e, ok && d == e.Digest
-}
-
-// framesVouched reports whether session s's sidecar is, file for file,
-// the one a refresh of this or an earlier run wrote and checked frame for
-// frame (an entry with Frames, made where change times are fine): its
-// frames need not be read again, nor its directories listed (names are its
-// entries). The caller holds the store's locks.
-func (c *freshCache) framesVouched(s discover.Session) (names []string, ok bool) {
-	if c == nil || s.Rel == "" {
-		return nil, false
-	}
-	e, ok := c.sidecarVouched(s)
-	if !ok || !e.Frames {
-		return nil, false
-	}
-	names, _ = c.layout(e.Names)
-	return names, true
-}
-
-// status returns the sidecar's fast status: from the cache when an
-// earlier run judged it fresh and nothing has changed since; from
-// verify.StatusVouched when only the session file changed; else from
-// verify.StatusFast. A status's fresh verdict makes the session a
-// candidate for settle; any other verdict of StatusFast drops its entry. A
-// nil cache always asks verify.StatusFast.
-func (c *freshCache) status(s discover.Session) (verify.StatusReport, error) {
-	if c == nil || s.Rel == "" {
-		return statusFast(s.Path)
-	}
-	if e, ok := c.sidecarVouched(s); ok {
-		key := s.Key
-		if key == (discover.FileKey{}) {
-			key, _ = lstatKey(s.Path)
-		}
-		if e.Source == sourceDigest(key) {
-			return verify.StatusReport{Session: s.Path, Sidecar: s.Sidecar, Class: verify.ClassMigrated,
-				SourceFormat: s.Format, Version: e.Version, HeaderID: e.SessionID, SourceBytes: s.Size,
-				Entries: e.Entries, Bytes: e.Bytes}, nil
-		}
-		// pi wrote the session (or changed its metadata): the sidecar
-		// is what the entry saw, only the session is judged again.
-		st, ok := statusVouched(s.Path, verify.Vouched{HeaderID: e.SessionID, OwnerUID: e.UID, OwnerGID: e.GID,
-			Entries: e.Entries, Bytes: e.Bytes, ReadID: s.HeaderID, ReadVersion: s.Version})
-		if ok {
-			if st.Class == verify.ClassMigrated && len(st.Findings) == 0 {
-				c.addCandidate(s, st)
-			}
-			return st, nil
-		}
-	}
-	st, err := statusFast(s.Path)
-	if err != nil || st.Class != verify.ClassMigrated || len(st.Findings) > 0 {
-		c.forget(s.Rel)
-		return st, err
-	}
-	c.addCandidate(s, st)
-	return st, nil
-}
-
-func (c *freshCache) addCandidate(s discover.Session, st verify.StatusReport) {
-	c.mu.Lock()
-	c.candidates = append(c.candidates, candidate{s, st})
-	c.mu.Unlock()
-}
-
-// vouch records the sidecar of session s (JSONL), which this run wrote,
-// verified frame for frame and committed with fingerprint fp (a refresh in
-// place, under the session lock and the store mutation lock; an install,
-// under the session lock, pi's lock for every write to a sidecar), and
-// must be called under them: its files' metadata are read now, after the
-// last write. It is cached at settle if the file
-// system shows every later change (fineCtime), and if the session file is
-// still exactly the one fingerprinted. v gives the header's id and the
-// manifest's counters (the owner is the session file's, read here); names
-// are the sidecar's entries as its verification walked them, under the
-// same locks (read again when missing).
-func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v verify.Vouched, names []string, seen seenKeys) {
-	if c == nil || s.Rel == "" || fp.FileIdentity == nil {
-		return
-	}
-	sidecar := discover.SidecarPath(s.Path) // s.Sidecar is "" for a session migrated now
-	if len(names) == 0 || len(names) > freshMaxNames {
-		var err error
-		if names, err = sidecarNames(sidecar); err != nil {
-			return
-		}
-		seen.keys = nil
-	}
-	var d string
-	var ok bool
-	if len(seen.keys) == len(names) {
-		d, ok = knownDigest(sidecar, names, seen.keys, seen.changed)
-	} else {
-		d, _, ok = metaDigest(sidecar, names, time.Time{})
-	}
-	if !ok {
-		return
-	}
-	key, ok := lstatKey(s.Path)
-	id := fp.FileIdentity
-	if !ok || key.Size != fp.ByteLength || key.Dev != id.Device || key.Ino != id.Inode ||
-		int64(key.CtimeSec) != id.ChangeTimeSeconds || int64(key.CtimeNsec) != id.ChangeTimeNanoseconds {
-		return // written since it was read: a status judges it next run
-	}
-	var st syscall.Stat_t
-	if syscall.Lstat(sidecar, &st) != nil {
-		return
-	}
-	e := freshEntry{Names: joinNames(names), Digest: d, Source: sourceDigest(key), Version: 3, SessionID: v.HeaderID,
-		UID: uint32(key.UID), GID: uint32(key.GID), Entries: v.Entries, Bytes: v.Bytes, Frames: true}
-	c.mu.Lock()
-	c.written = append(c.written, writtenEntry{rel: s.Rel, dev: uint64(st.Dev), e: e})
-	c.mu.Unlock()
-}
-
-// seenKeys is what a verification saw of a sidecar's entries (the
-// metadata of each name, verify.Report.Keys) and which of them were
-// written since: vouch reads only those again.
-type seenKeys struct {
-	keys    []discover.FileKey
-	changed []string
 }
 
 // ctimeProbe starts the name of fineCtime's probe file in .pisess/.
@@ -367,174 +126,30 @@ var fineCtime = func(dir string) (dev uint64, ok bool) {
 	return dev, true
 }
 
-// settle caches the verdicts of the candidates and the sidecars this run
-// wrote. A status's verdict holds for the files as they are now when none
-// of them changed after its judgment began (the cache's loading, before
-// the walk read the session's header): every change time and
-// modification time is older than that by more than the racy window
-// (git's racily-clean rule; the window covers a file clock that lags).
-// Their metadata, sampled now, is the digest. A sidecar written by this
-// run is cached on a file system with fine change times (fineCtime). Only
-// a run that writes the cache settles (the planning of a run that then
-// writes nothing pays nothing for the cache): for a tree pi uses, the next
-// refresh.
-func (c *freshCache) settle() {
-	c.mu.Lock()
-	candidates, written := c.candidates, c.written
-	c.candidates, c.written = nil, nil
-	c.mu.Unlock()
-	for _, cd := range candidates {
-		s := cd.s
-		names, err := sidecarNames(s.Sidecar)
-		if err != nil {
-			c.forget(s.Rel)
-			continue
-		}
-		key, ok := lstatKey(s.Path)
-		if !ok || racyKey(key, c.loaded) || cd.st.Version <= 0 || !wire.ValidUUID(cd.st.HeaderID) {
-			c.forget(s.Rel)
-			continue
-		}
-		d, racy, ok := metaDigest(s.Sidecar, names, c.loaded)
-		if !ok || racy {
-			c.forget(s.Rel)
-			continue
-		}
-		c.put(s.Rel, freshEntry{Names: joinNames(names), Digest: d, Source: sourceDigest(key), Version: cd.st.Version,
-			SessionID: cd.st.HeaderID, UID: uint32(key.UID), GID: uint32(key.GID), Entries: cd.st.Entries, Bytes: cd.st.Bytes})
+// layout splits an entry's Names (once per distinct value); ok is false
+// for names that are not a sidecar's: too many, or one that could leave
+// it (data in a user's tree, never an address elsewhere).
+func (c *freshCache) layout(joined string) ([]string, bool) {
+	c.layoutMu.Lock()
+	defer c.layoutMu.Unlock()
+	if names, ok := c.layouts[joined]; ok {
+		return names, names != nil
 	}
-	if len(written) == 0 {
-		return
-	}
-	dev, fine := fineCtime(filepath.Join(c.tree, discover.PisessDir))
-	for _, w := range written {
-		if fine && w.dev == dev && wire.ValidUUID(w.e.SessionID) {
-			c.put(w.rel, w.e)
-		} else {
-			c.forget(w.rel)
+	names := strings.SplitAfter(joined, "\n")
+	ok := len(names) > 1 && len(names) <= freshMaxNames+1 && names[len(names)-1] == ""
+	if ok {
+		names = names[:len(names)-1]
+		for i, n := range names {
+			n = strings.TrimSuffix(n, "\n")
+			if n != "" && (!filepath.IsLocal(n) || n != filepath.Clean(n) || strings.Contains(n, "\n")) {
+				ok = false
+			}
+			names[i] = n
 		}
 	}
-}
-
-func (c *freshCache) put(rel string, e freshEntry) {
-	c.set(rel, e, func(old, e freshEntry) bool { return old == e })
-}
-
-// sidecarNames lists the sidecar's entries (directories walked, symlinks
-// and special files listed, not followed), sorted; at most freshMaxNames.
-func sidecarNames(sidecar string) ([]string, error) {
-	names := []string{""}
-	err := filepath.WalkDir(sidecar, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == sidecar {
-			return nil
-		}
-		if len(names) == freshMaxNames {
-			return errTooManyNames
-		}
-		names = append(names, strings.TrimPrefix(p, sidecar+string(filepath.Separator)))
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	if !ok {
+		names = nil
 	}
-	sort.Strings(names)
-	return names, nil
-}
-
-var errTooManyNames = errors.New("too many entries to cache")
-
-// metaDigest hashes the lstat metadata of each name under the sidecar:
-// identity, type and mode, links, owner, size and both times. racy is set
-// when a time is later than racyWindow before now (a zero now skips that
-// test). ok is false when a name cannot be lstat'ed.
-func metaDigest(sidecar string, names []string, now time.Time) (digest string, racy, ok bool) {
-	// The names are looked up from the sidecar directory (one path walk
-	// instead of one per name: this is most of a no-op run's work).
-	dir, err := unix.Open(sidecar, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", false, false
-	}
-	defer unix.Close(dir)
-	d, ok := digestNames(names, func(_ int, n string) (discover.FileKey, bool) {
-		var st unix.Stat_t
-		var err error
-		if n == "" {
-			err = unix.Fstat(dir, &st)
-		} else {
-			err = unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW)
-		}
-		if err != nil {
-			return discover.FileKey{}, false
-		}
-		k := keyOfUnixStat(&st)
-		if !now.IsZero() && racyKey(k, now) {
-			racy = true
-		}
-		return k, true
-	})
-	return d, racy, ok
-}
-
-// knownDigest is metaDigest from the metadata a verification just read of
-// each name (keys), those of changed (written since) read again.
-func knownDigest(sidecar string, names []string, keys []discover.FileKey, changed []string) (string, bool) {
-	return digestNames(names, func(i int, n string) (discover.FileKey, bool) {
-		if slices.Contains(changed, n) {
-			return lstatKey(filepath.Join(sidecar, filepath.FromSlash(n)))
-		}
-		return keys[i], true
-	})
-}
-
-// digestNames hashes each name with its metadata (key, which may fail:
-// no digest then), the one digest of metaDigest and knownDigest.
-func digestNames(names []string, key func(i int, name string) (discover.FileKey, bool)) (string, bool) {
-	h := sha256.New()
-	buf := make([]byte, 0, 8*11)
-	for i, n := range names {
-		k, ok := key(i, n)
-		if !ok {
-			return "", false
-		}
-		h.Write([]byte(n))
-		h.Write([]byte{0})
-		h.Write(k.AppendBinary(buf))
-	}
-	return hex.EncodeToString(h.Sum(nil)), true
-}
-
-// keyOfUnixStat is discover.KeyOfStat for x/sys/unix's stat buffer.
-func keyOfUnixStat(st *unix.Stat_t) discover.FileKey {
-	return discover.FileKey{Dev: st.Dev, Ino: st.Ino, Mode: uint64(st.Mode), Nlink: st.Nlink,
-		UID: uint64(st.Uid), GID: uint64(st.Gid), Size: uint64(st.Size),
-		MtimeSec: uint64(st.Mtim.Sec), MtimeNsec: uint64(st.Mtim.Nsec),
-		CtimeSec: uint64(st.Ctim.Sec), CtimeNsec: uint64(st.Ctim.Nsec)}
-}
-
-// sourceDigest is the digest of a session file's metadata (freshEntry.Source).
-func sourceDigest(k discover.FileKey) string {
-	sum := sha256.Sum256(k.AppendBinary(make([]byte, 0, 8*11)))
-	return hex.EncodeToString(sum[:16])
-}
-
-// lstatKey is the lstat metadata of path.
-func lstatKey(path string) (discover.FileKey, bool) {
-	var st syscall.Stat_t
-	if err := syscall.Lstat(path, &st); err != nil {
-		return discover.FileKey{}, false
-	}
-	return discover.KeyOfStat(&st), true
-}
-
-// racyKey reports whether a time of k is later than racyWindow before now.
-func racyKey(k discover.FileKey, now time.Time) bool {
-	for _, t := range []time.Time{time.Unix(int64(k.MtimeSec), int64(k.MtimeNsec)), time.Unix(int64(k.CtimeSec), int64(k.CtimeNsec))} {
-		if now.Sub(t) < racyWindow {
-			return true
-		}
-	}
-	return false
+	c.layouts[joined] = names
+	return names, ok
 }

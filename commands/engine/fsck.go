@@ -11,6 +11,7 @@ import (
 
 	"pisess/ledger"
 	"pisess/readers/discover"
+	"pisess/verify"
 	"pisess/writers/durable"
 )
 
@@ -272,42 +273,62 @@ func (tr *treeRun) lock(ctx context.Context, path string) (*durable.Lock, error)
 	return lockAside(ctx, tr.opt.Ops, path, tr.opt.LockTimeout, tr.aside)
 }
 
-// repairTree mends the tree's own findings: the journal lines and the
-// orphaned directories (the stale lock was mended by taking it).
-func (tr *treeRun) repairTree(fs []FsckFinding) {
-	for i := range fs {
-		f := &fs[i]
-		if f.Repaired || f.Notice {
-			continue
-		}
-		var err error
-		switch f.Action {
-		case ActionAcknowledge:
-			err = acknowledgeJournalLine(tr.q, *f)
-		case ActionQuarantine:
-			_, err = tr.q.move(tr.tree.Root, f.Path, "orphan", f.Detail)
-		default:
-			continue
-		}
-		if err != nil {
-			f.RepairError = err.Error()
-			tr.log.Warn().Err(err).Str("path", f.Path).Str("code", f.Code).Msg("repair failed")
-			continue
-		}
-		f.Repaired = true
+// session checks one session and, with --repair, repairs and re-checks it.
+func (tr *treeRun) session(ctx context.Context, s discover.Session) FsckSession {
+	out := FsckSession{Path: s.Path, Format: string(s.Format), Version: s.Version}
+	class, findings := tr.check(ctx, s)
+	out.Class, out.Findings = class, findings
+	if tr.q == nil || !hasProblems(findings) {
+		return out
 	}
-	// Re-check the journal: only lines that are still unacknowledged stay.
-	left, err := journalFindings(tr.journal)
-	if err != nil {
-		return
-	}
-	still := map[int64]bool{}
-	for _, f := range left {
-		still[f.Line] = true
-	}
-	for i := range fs {
-		if fs[i].Code == CodeTreeJournal && still[fs[i].Line] {
-			fs[i].Repaired = false
+	tr.repair(ctx, s, &out)
+	return out
+}
+
+// FsckReport is what Fsck found and, with Repair, did.
+type FsckReport struct {
+	// CorrelationID is the run's id, which every journal note of its
+	// repairs carries and the quarantine directory is named after; "" for
+	// a check without --repair (which writes nothing).
+	CorrelationID string     `json:"correlationId,omitempty"`
+	Repair        bool       `json:"repair"`
+	Trees         []FsckTree `json:"trees"`
+	Totals        FsckTotals `json:"totals"`
+}
+
+// Tally counts the problems (notices excluded) and those repaired.
+func (r FsckReport) Tally() Tally {
+	return Tally{Problems: r.Totals.Problems, Repaired: r.Totals.Repaired}
+}
+
+// total fills in Totals.
+func (r *FsckReport) total() {
+	t := FsckTotals{Classes: map[verify.Class]int{}}
+	count := func(fs []FsckFinding) {
+		for _, f := range fs {
+			switch {
+			case f.Notice:
+				t.Notices++
+			case f.Repaired:
+				t.Problems++
+				t.Repaired++
+			default:
+				t.Problems++
+				t.Left++
+			}
 		}
 	}
+	for _, tr := range r.Trees {
+		count(tr.Findings)
+		for _, s := range tr.Sessions {
+			t.Sessions++
+			c := s.Class
+			if s.After != "" {
+				c = s.After
+			}
+			t.Classes[c]++
+			count(s.Findings)
+		}
+	}
+	r.Totals = t
 }

@@ -17,18 +17,6 @@ import (
 // (its status could not be computed: an I/O error, not a finding).
 const CodeUnchecked = "fsck.unchecked"
 
-// session checks one session and, with --repair, repairs and re-checks it.
-func (tr *treeRun) session(ctx context.Context, s discover.Session) FsckSession {
-	out := FsckSession{Path: s.Path, Format: string(s.Format), Version: s.Version}
-	class, findings := tr.check(ctx, s)
-	out.Class, out.Findings = class, findings
-	if tr.q == nil || !hasProblems(findings) {
-		return out
-	}
-	tr.repair(ctx, s, &out)
-	return out
-}
-
 // hasProblems reports whether --repair has work: a problem left, or a
 // stale sidecar (a notice that a refresh mends).
 func hasProblems(fs []FsckFinding) bool {

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -762,45 +764,6 @@ func planInto(jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func
 	wg.Wait()
 }
 
-// planWithCache plans jb's session, first asking the tree's refusal cache
-// (jb.cache): a session refused before and unchanged since is refused
-// again without being read, locked or journaled (issue 12, item 4). The
-// tree's fresh cache (jb.fresh) stands in for the sidecar's status when
-// it can (planSession).
-func planWithCache(jb *job, force bool) {
-	s := jb.session
-	if jb.cache != nil && s.Refusal == nil {
-		if jb.identity, jb.hasIdentity = identityOfKey(s.Key); !jb.hasIdentity {
-			jb.identity, jb.hasIdentity = identityOf(s.Path)
-		}
-		if jb.hasIdentity {
-			if e, ok := jb.cache.lookup(s.Rel, jb.identity); ok {
-				jb.fromCache = true
-				jb.plan = plan{action: PlanRefuse, reason: e.Reason,
-					refusal: &readers.RefusedError{Path: s.Path, Line: e.Line, Class: e.Class, Reason: e.Reason},
-					notes:   []string{"refused before and unchanged since (" + RefusalCacheName + "): not read again until pi writes it"}}
-				return
-			}
-		}
-	}
-	jb.plan = planSession(s, force, jb.fresh)
-}
-
-// record updates the cache with a session's outcome: a refusal found by
-// reading the session is remembered with the identity taken before the
-// read (a write during the read changes it, so the session is read again);
-// a session installed is forgotten.
-func (c *refusalCache) record(jb job, res SessionResult) {
-	switch {
-	case jb.fromCache || !jb.hasIdentity || jb.session.Rel == "":
-	case res.Outcome == OutcomeRefused && jb.plan.action != PlanRefuse && res.Error != nil:
-		c.remember(jb.session.Rel, jb.identity, &readers.RefusedError{Path: jb.session.Path,
-			Line: res.Error.Line, Class: readers.Class(res.Error.Class), Reason: res.Reason})
-	case res.Outcome == OutcomeDone || res.Outcome == OutcomeSkipped:
-		c.forget(jb.session.Rel)
-	}
-}
-
 // isClosed reports whether c (nil: never) is closed.
 func isClosed(c <-chan struct{}) bool {
 	select {
@@ -967,4 +930,26 @@ func totals(list []SessionResult) MigrateTotals {
 		}
 	}
 	return t
+}
+
+// syncKeptDisplaced makes the moves of the displaced sidecars the run
+// kept durable: each directory they changed is synced once, however many
+// sessions share it (a discarded copy needs none: a crash that undoes its
+// move leaves it at its backup name, which fsck quarantines).
+func syncKeptDisplaced(ops durable.Ops, sessions []SessionResult, log zerolog.Logger) {
+	synced := map[string]bool{}
+	for _, s := range sessions {
+		if s.Displaced == "" {
+			continue
+		}
+		for _, dir := range s.syncDirs {
+			if synced[dir] {
+				continue
+			}
+			synced[dir] = true
+			if err := ops.SyncDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				log.Warn().Err(err).Str("session", s.Path).Msg("the move of the displaced sidecar into the quarantine may not survive a crash")
+			}
+		}
+	}
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"os"
-	"syscall"
 
 	"pisess/readers"
 	"pisess/readers/discover"
@@ -40,16 +39,6 @@ func identityOf(path string) (fileIdentity, bool) {
 		}
 	}
 	return fileIdentity{}, false
-}
-
-// identityOfKey is the identity of a regular file by its lstat metadata
-// (discovery's, taken as it listed the file: before anything read it).
-func identityOfKey(k discover.FileKey) (fileIdentity, bool) {
-	if k == (discover.FileKey{}) || k.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return fileIdentity{}, false
-	}
-	return fileIdentity{Dev: k.Dev, Ino: k.Ino, Size: int64(k.Size),
-		MtimeNs: int64(k.MtimeSec)*1e9 + int64(k.MtimeNsec), CtimeNs: int64(k.CtimeSec)*1e9 + int64(k.CtimeNsec)}, true
 }
 
 type cachedRefusal struct {

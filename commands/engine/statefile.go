@@ -17,7 +17,6 @@ import (
 	json "github.com/segmentio/encoding/json"
 
 	"pisess/ledger"
-	"pisess/readers/discover"
 	"pisess/writers/durable"
 )
 
@@ -266,44 +265,4 @@ func (c *stateSet[E]) saveLazy(ops durable.Ops, gone func(rel string) bool) erro
 	}
 	// The raw entries are c.buf's bytes: the file is encoded elsewhere.
 	return writeStateFile(ops, c.tree, c.name, all, make([]byte, 0, len(c.buf)+len(c.buf)/8))
-}
-
-// loading is a value read on a goroutine of its own; get waits for it.
-type loading[T any] struct {
-	ready chan struct{}
-	v     T
-}
-
-func startLoading[T any](load func() T) *loading[T] {
-	l := &loading[T]{ready: make(chan struct{})}
-	go func() {
-		l.v = load()
-		close(l.ready)
-	}()
-	return l
-}
-
-func (l *loading[T]) get() T {
-	<-l.ready
-	return l.v
-}
-
-// treeCaches are a tree's state files, being read.
-type treeCaches struct {
-	refusals *loading[*refusalCache]
-	fresh    *loading[*freshCache]
-	records  *loading[*refreshRecords]
-}
-
-func loadTreeCaches(root string) *treeCaches {
-	return &treeCaches{
-		refusals: startLoading(func() *refusalCache { return loadRefusalCache(root) }),
-		fresh:    startLoading(func() *freshCache { return loadFreshCache(root) }),
-		records:  startLoading(func() *refreshRecords { return loadRefreshRecords(root) }),
-	}
-}
-
-// Header implements discover.Headers from the fresh cache, once read.
-func (c *treeCaches) Header(rel string, key discover.FileKey) (int, bool) {
-	return c.fresh.get().Header(rel, key)
 }

@@ -1,23 +1,17 @@
 package engine
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
 	"time"
 
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
 	"pisess/verify"
-	"pisess/writers/wire"
 )
 
 // StatusOptions configure Status.
@@ -187,99 +181,6 @@ func statusOf(s discover.Session) StatusEntry {
 		e.Name = st.Name
 	}
 	return e
-}
-
-// Status stays fast whatever a session's size (issue 14): the source is
-// scanned for its name (and, without a sidecar, its entry count) only up
-// to these sizes; above them the entry count comes from the sidecar's
-// manifest and the name is not shown (the JSON has it as null).
-const (
-	statusScanLimit = 16 << 20  // with a sidecar: name only
-	statusScanMax   = 256 << 20 // without one: the entry count too
-)
-
-// scanJSONL passes once over a JSONL session: the name of its last
-// session_info entry (parsing only lines that mention session_info) and
-// the number of entry lines (lines after the header that are not blank).
-func scanJSONL(path string) (*string, uint64, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("%s: not a regular file", path)
-	}
-	r := bufio.NewReaderSize(f, 256<<10)
-	var (
-		name  *string
-		lines uint64
-		first = true
-		line  []byte
-	)
-	for {
-		chunk, err := r.ReadSlice('\n')
-		line = append(line[:0], chunk...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			chunk, err = r.ReadSlice('\n')
-			line = append(line, chunk...)
-		}
-		if len(line) > 0 {
-			switch {
-			case first:
-				first = false
-			case len(bytes.TrimSpace(line)) > 0:
-				lines++
-				if bytes.Contains(line, []byte(`session_info`)) {
-					if n, ok := sessionInfoName(line); ok {
-						name = n
-					}
-				}
-			}
-		}
-		if err == io.EOF {
-			return name, lines, nil
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-	}
-}
-
-// sessionInfoName returns the name of a session_info entry line: ok with
-// a nil name when the entry clears it.
-func sessionInfoName(line []byte) (*string, bool) {
-	v, err := wire.ParseJSON(bytes.TrimSpace(line), nil)
-	if err != nil || v.Kind != wire.KindObject {
-		return nil, false
-	}
-	if t, ok := v.Get("type"); !ok || t.Kind != wire.KindString || t.Str != "session_info" {
-		return nil, false
-	}
-	n, ok := v.Get("name")
-	if !ok || n.Kind != wire.KindString {
-		return nil, true
-	}
-	s := n.Str
-	return &s, true
-}
-
-// lastMigrations maps each session path of a tree to the correlation id
-// of the last run that completed its migration, reading the journal once
-// (ledger.LastMigration per session would read it once per session).
-func lastMigrations(tree string) map[string]string {
-	out := map[string]string{}
-	j, err := ledger.OpenJournal(tree)
-	if err != nil {
-		return out
-	}
-	_, _ = j.Scan(func(r ledger.Record) error {
-		if ev := r.Event; ev != nil && ev.Phase == wire.PhaseCompleted && ev.Outcome == wire.OutcomeOK {
-			out[filepath.Clean(ev.SourcePath)] = ev.CorrelationID
-		}
-		return nil
-	})
-	return out
 }
 
 // statusClasses lists the classes in the order reports show them.

@@ -3,11 +3,13 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"pisess/readers/discover"
+	"pisess/ledger"
 	"pisess/writers/durable"
 )
 
@@ -37,61 +39,107 @@ func lockTreeWait(ctx context.Context, ops durable.Ops, tree string, wait time.D
 	}
 }
 
-// isDefaultTree reports whether tree is the default session tree, which
-// commands use when given no path.
-func isDefaultTree(tree string) bool {
-	roots, err := discover.DefaultRoots()
+// TreeLockPath returns <tree>/.pisess/lock, the lock that keeps two pisess
+// runs out of one tree.
+func TreeLockPath(tree string) string { return filepath.Join(tree, ledger.PisessDir, "lock") }
+
+// treeLocked wraps a *durable.TreeLockedError so that it maps to exit 32
+// and names the holder.
+func treeLocked(err error) error {
+	return fmt.Errorf("%w: %w", ErrTreeLocked, err)
+}
+
+// checkPisessDir refuses a tree whose .pisess is not a real directory: a
+// symlink there would carry the journal, the lock and the quarantine out
+// of the tree (pisess never follows one), and anything else is not
+// pisess's. The message says what to do.
+func checkPisessDir(tree string) error {
+	dir := filepath.Join(tree, ledger.PisessDir)
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("tree %s: %w", tree, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, _ := os.Readlink(dir)
+		return fmt.Errorf("%s is a symlink (to %s), not pisess's directory: pisess never follows a symlink in a tree, "+
+			"so it keeps no journal, lock or quarantine there. Look at what it points to, then move the link aside "+
+			"(mv %s %s.link) and run again", dir, target, dir, dir)
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory: pisess keeps its journal, lock and quarantine there; move it aside and run again", dir)
+	}
+	return nil
+}
+
+// lockTreeForRepair takes the tree lock the way every changing pisess run
+// does (durable's TryLockTree, which records this run as the holder),
+// creating .pisess/ when missing. The holder text it found is non-empty
+// only when an earlier run died holding the lock: that is the stale-lock
+// finding, mended by this very takeover (the text is replaced now and
+// cleared at unlock).
+func lockTreeForRepair(ops durable.Ops, tree string) (*durable.Lock, string, error) {
+	dir := filepath.Join(tree, ledger.PisessDir)
+	if err := checkPisessDir(tree); err != nil {
+		return nil, "", err
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		uid, gid, err := ops.Owner(tree)
+		if err != nil {
+			return nil, "", fmt.Errorf("tree lock: %w", err)
+		}
+		if err := ops.MkdirPrivate(dir); err != nil {
+			return nil, "", fmt.Errorf("tree lock: %w", err)
+		}
+		if err := ops.ChownIfRoot(dir, uid, gid); err != nil {
+			return nil, "", fmt.Errorf("tree lock: %w", err)
+		}
+	}
+	l, prev, err := ops.TryLockTree(TreeLockPath(tree))
+	var held *durable.TreeLockedError
+	if errors.As(err, &held) {
+		return nil, "", treeLocked(err)
+	}
 	if err != nil {
-		return false
+		return nil, "", err
 	}
-	for _, r := range roots {
-		if abs, err := filepath.Abs(r); err == nil && abs == tree {
-			return true
-		}
-	}
-	return false
+	return l, prev, nil
 }
 
-// treeArgs is the --tree flags a command needs to reach trees: none for
-// the default tree alone.
-func treeArgs(trees []string) string {
-	var b strings.Builder
-	for _, t := range trees {
-		if len(trees) == 1 && isDefaultTree(t) {
-			return ""
-		}
-		b.WriteString(" --tree ")
-		b.WriteString(shellQuote(t))
+// lockTreeForCheck keeps other pisess runs out while a read-only fsck
+// looks, without writing anything: when the lock file exists it is
+// flocked (durable's LockFile, which records no holder, so a stale
+// holder's text stays for the finding and for --repair). A tree without
+// the lock file is read unlocked: a run that starts meanwhile creates it,
+// and a read-only check of a moving tree can only report too much, never
+// change it. stale is the dead holder's text when the lock is stale.
+func lockTreeForCheck(ctx context.Context, ops durable.Ops, tree string) (l *durable.Lock, stale string, err error) {
+	path := TreeLockPath(tree)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, "", nil
 	}
-	return b.String()
+	holder, isStale, err := ops.StaleTreeLock(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if !isStale && holder != "" {
+		return nil, "", treeLocked(&durable.TreeLockedError{Path: path, Holder: holder})
+	}
+	l, err = ops.LockFile(ctx, path, 0)
+	if errors.Is(err, durable.ErrLockTimeout) {
+		return nil, "", treeLocked(&durable.TreeLockedError{Path: path, Holder: holder})
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if isStale {
+		stale = holder
+	}
+	return l, stale, nil
 }
 
-// RollbackHint is the command that undoes run id over trees, with the
-// --tree flags it needs to find their journals (issue 12: a printed hint
-// must work as printed).
-func RollbackHint(id string, trees []string) string {
-	return "pisess rollback" + treeArgs(trees) + " " + id
-}
-
-// RepairHint is the fsck --repair command line for trees.
-func RepairHint(trees []string) string {
-	if len(trees) == 1 && isDefaultTree(trees[0]) {
-		return "pisess fsck --repair"
-	}
-	var b strings.Builder
-	b.WriteString("pisess fsck --repair")
-	for _, t := range trees {
-		b.WriteString(" ")
-		b.WriteString(shellQuote(t))
-	}
-	return b.String()
-}
-
-// shellQuote quotes s for a POSIX shell when it holds anything but the
-// characters paths usually have.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@,=") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// ErrTreeLocked may be wrapped by an error that means "another pisess run
+// holds the tree lock" (so may a *durable.TreeLockedError: see
+// IsTreeLocked): it maps to exit status 32, not 8, so that cron can tell
+// "try later" from "broken".
+var ErrTreeLocked = errors.New("session tree is locked by another pisess run")

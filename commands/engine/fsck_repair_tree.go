@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"fmt"
+
+	"pisess/ledger"
+)
+
+// acknowledgeJournalLine copies the line to the quarantine and appends the
+// repair note that acknowledges it.
+func acknowledgeJournalLine(q *quarantine, f FsckFinding) error {
+	lines, err := readLines(f.Path, map[int64]bool{f.Line: true})
+	if err != nil {
+		return err
+	}
+	line := lines[f.Line]
+	dst, _, err := q.keep(f.Path, fmt.Sprintf("line-%d", f.Line), line)
+	if err != nil {
+		return err
+	}
+	return q.note(ledger.Note{
+		Kind:           ledger.NoteRepair,
+		Path:           f.Path,
+		QuarantinePath: dst,
+		SHA256:         lineDigest(line),
+		Detail:         fmt.Sprintf("journal line %d does not parse; a copy is in the quarantine and this note acknowledges it (the journal is never rewritten)", f.Line),
+	})
+}
+
+// repairTree mends the tree's own findings: the journal lines and the
+// orphaned directories (the stale lock was mended by taking it).
+func (tr *treeRun) repairTree(fs []FsckFinding) {
+	for i := range fs {
+		f := &fs[i]
+		if f.Repaired || f.Notice {
+			continue
+		}
+		var err error
+		switch f.Action {
+		case ActionAcknowledge:
+			err = acknowledgeJournalLine(tr.q, *f)
+		case ActionQuarantine:
+			_, err = tr.q.move(tr.tree.Root, f.Path, "orphan", f.Detail)
+		default:
+			continue
+		}
+		if err != nil {
+			f.RepairError = err.Error()
+			tr.log.Warn().Err(err).Str("path", f.Path).Str("code", f.Code).Msg("repair failed")
+			continue
+		}
+		f.Repaired = true
+	}
+	// Re-check the journal: only lines that are still unacknowledged stay.
+	left, err := journalFindings(tr.journal)
+	if err != nil {
+		return
+	}
+	still := map[int64]bool{}
+	for _, f := range left {
+		still[f.Line] = true
+	}
+	for i := range fs {
+		if fs[i].Code == CodeTreeJournal && still[fs[i].Line] {
+			fs[i].Repaired = false
+		}
+	}
+}
