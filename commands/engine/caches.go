@@ -1,15 +1,17 @@
 package engine
 
 import (
+	"os"
+	"syscall"
 
-	// The state files are read and written by every run; this drop-in
-	// for encoding/json decodes them several times faster (issue 14: a
-	// megabyte for a tree of 2,000 sessions, before the walk can end).
-
+	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
-	"syscall"
 )
+
+// A run reads each tree's state files (ledger: the refusal cache, the
+// fresh cache, the refresh records) on goroutines of their own while the
+// walk lists the tree, and plans with them.
 
 // loading is a value read on a goroutine of its own; get waits for it.
 type loading[T any] struct {
@@ -33,16 +35,16 @@ func (l *loading[T]) get() T {
 
 // treeCaches are a tree's state files, being read.
 type treeCaches struct {
-	refusals *loading[*refusalCache]
+	refusals *loading[*ledger.RefusalCache]
 	fresh    *loading[*freshCache]
-	records  *loading[*refreshRecords]
+	records  *loading[*ledger.RefreshRecords]
 }
 
-func loadTreeCaches(root string) *treeCaches {
+func loadTreeCaches(root string, j freshJudges) *treeCaches {
 	return &treeCaches{
-		refusals: startLoading(func() *refusalCache { return loadRefusalCache(root) }),
-		fresh:    startLoading(func() *freshCache { return loadFreshCache(root) }),
-		records:  startLoading(func() *refreshRecords { return loadRefreshRecords(root) }),
+		refusals: startLoading(func() *ledger.RefusalCache { return ledger.LoadRefusalCache(root) }),
+		fresh:    startLoading(func() *freshCache { return loadFreshCache(root, j) }),
+		records:  startLoading(func() *ledger.RefreshRecords { return ledger.LoadRefreshRecords(root) }),
 	}
 }
 
@@ -53,11 +55,11 @@ func (c *treeCaches) Header(rel string, key discover.FileKey) (int, bool) {
 
 // identityOfKey is the identity of a regular file by its lstat metadata
 // (discovery's, taken as it listed the file: before anything read it).
-func identityOfKey(k discover.FileKey) (fileIdentity, bool) {
+func identityOfKey(k discover.FileKey) (ledger.FileIdentity, bool) {
 	if k == (discover.FileKey{}) || k.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return fileIdentity{}, false
+		return ledger.FileIdentity{}, false
 	}
-	return fileIdentity{Dev: k.Dev, Ino: k.Ino, Size: int64(k.Size),
+	return ledger.FileIdentity{Dev: k.Dev, Ino: k.Ino, Size: int64(k.Size),
 		MtimeNs: int64(k.MtimeSec)*1e9 + int64(k.MtimeNsec), CtimeNs: int64(k.CtimeSec)*1e9 + int64(k.CtimeNsec)}, true
 }
 
@@ -73,11 +75,11 @@ func planWithCache(jb *job, force bool) {
 			jb.identity, jb.hasIdentity = identityOf(s.Path)
 		}
 		if jb.hasIdentity {
-			if e, ok := jb.cache.lookup(s.Rel, jb.identity); ok {
+			if e, ok := jb.cache.Lookup(s.Rel, jb.identity); ok {
 				jb.fromCache = true
 				jb.plan = plan{action: PlanRefuse, reason: e.Reason,
-					refusal: &readers.RefusedError{Path: s.Path, Line: e.Line, Class: e.Class, Reason: e.Reason},
-					notes:   []string{"refused before and unchanged since (" + RefusalCacheName + "): not read again until pi writes it"}}
+					refusal: &readers.RefusedError{Path: s.Path, Line: e.Line, Class: readers.Class(e.Class), Reason: e.Reason},
+					notes:   []string{"refused before and unchanged since (" + ledger.RefusalCacheName + "): not read again until pi writes it"}}
 				return
 			}
 		}
@@ -85,17 +87,26 @@ func planWithCache(jb *job, force bool) {
 	jb.plan = planSession(s, force, jb.fresh)
 }
 
-// record updates the cache with a session's outcome: a refusal found by
-// reading the session is remembered with the identity taken before the
-// read (a write during the read changes it, so the session is read again);
-// a session installed is forgotten.
-func (c *refusalCache) record(jb job, res SessionResult) {
+// recordRefusal updates the refusal cache c with a session's outcome: a
+// refusal found by reading the session is remembered with the identity
+// taken before the read (a write during the read changes it, so the
+// session is read again); a session installed is forgotten.
+func recordRefusal(c *ledger.RefusalCache, jb job, res SessionResult) {
 	switch {
 	case jb.fromCache || !jb.hasIdentity || jb.session.Rel == "":
 	case res.Outcome == OutcomeRefused && jb.plan.action != PlanRefuse && res.Error != nil:
-		c.remember(jb.session.Rel, jb.identity, &readers.RefusedError{Path: jb.session.Path,
-			Line: res.Error.Line, Class: readers.Class(res.Error.Class), Reason: res.Reason})
+		c.Remember(jb.session.Rel, jb.identity, res.Error.Class, res.Error.Line, res.Reason)
 	case res.Outcome == OutcomeDone || res.Outcome == OutcomeSkipped:
-		c.forget(jb.session.Rel)
+		c.Forget(jb.session.Rel)
 	}
+}
+
+// identityOf lstats path; ok is false when it cannot be taken.
+func identityOf(path string) (ledger.FileIdentity, bool) {
+	if fi, err := os.Lstat(path); err == nil {
+		if k, ok := discover.FileKeyOf(fi); ok {
+			return identityOfKey(k)
+		}
+	}
+	return ledger.FileIdentity{}, false
 }

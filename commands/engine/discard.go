@@ -267,7 +267,7 @@ func recordAbout(q string, jb job) bool {
 	if !jb.hasPrior {
 		return false
 	}
-	if _, ok := jb.prior.sha(); !ok {
+	if _, ok := jb.prior.SHA256(); !ok {
 		return false
 	}
 	dev, ino, ok := manifestIdentity(q)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"pisess/ledger"
 	"pisess/readers"
 	"pisess/writers/durable"
 )
@@ -22,6 +23,18 @@ func (e *UsageError) Unwrap() error { return e.Err }
 func Usagef(format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...)}
 }
+
+// ErrTreeLocked may be wrapped by an error that means "another pisess run
+// holds the tree lock" (ledger.ErrTreeLocked, the same value): it maps to
+// exit status 32, not 8, so that cron can tell "try later" from "broken".
+var ErrTreeLocked = ledger.ErrTreeLocked
+
+// TreeLockPath returns <tree>/.pisess/lock (ledger.TreeLockPath).
+func TreeLockPath(tree string) string { return ledger.TreeLockPath(tree) }
+
+// RefusalCacheName is the refusal cache in a tree's .pisess/
+// (ledger.RefusalCacheName).
+const RefusalCacheName = ledger.RefusalCacheName
 
 // IsTreeLocked reports whether err means another pisess run holds the tree
 // lock: ErrTreeLocked or a *durable.TreeLockedError in its chain.

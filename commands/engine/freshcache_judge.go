@@ -1,42 +1,53 @@
 package engine
 
 import (
-	"crypto/sha256"
 	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 
+	"pisess/ledger"
 	"pisess/readers/discover"
 	"pisess/verify"
 	"pisess/writers/wire"
 )
 
-// racyWindow: a verdict on files changed this close to (or after) the
-// start of its judgment is not cached.
-var racyWindow = 2 * time.Second
+// The fresh cache (ledger.FreshCache, whose doc says what it holds) as a
+// run uses it: its entries stand in for the statuses of the planning while
+// the files they name are as they were (verify.MetaDigest), and the run
+// adds the verdicts of its own statuses and the sidecars it wrote.
 
-// statusFast and statusVouched are verify's (variables so that tests can
-// count the judgments the cache saves).
-var (
-	statusFast    = verify.StatusFast
-	statusVouched = verify.StatusVouched
-)
+// freshJudges are the checks behind the cache's verdicts; a test replaces
+// them to count the judgments the cache saves (MigrateOptions.seams).
+type freshJudges struct {
+	// racyWindow: a verdict on files changed this close to (or after)
+	// the start of its judgment is not cached.
+	racyWindow    time.Duration
+	statusFast    func(path string) (verify.StatusReport, error)
+	statusVouched func(path string, v verify.Vouched) (verify.StatusReport, bool)
+	// fineCtime probes a file system's change times (ledger.FineCtime).
+	fineCtime func(dir string) (dev uint64, ok bool)
+}
+
+// defaultJudges are verify's, a racy window of 2 s and ledger's probe.
+func defaultJudges() freshJudges {
+	return freshJudges{racyWindow: 2 * time.Second, statusFast: verify.StatusFast,
+		statusVouched: verify.StatusVouched, fineCtime: ledger.FineCtime}
+}
 
 // freshCache is one tree's fresh cache, loaded once per run.
 type freshCache struct {
-	stateSet[freshEntry]
+	*ledger.FreshCache
+	judges freshJudges
 	// loaded is when the cache was read, before the run's walk: every
 	// judgment of the run (headers read, statuses) came after it.
 	loaded time.Time
 	// candidates were judged fresh by this run's planning (settle);
 	// written are the sidecars this run wrote and verified, as read just
 	// after (vouch). Both under mu.
+	mu         sync.Mutex
 	candidates []candidate
 	written    []writtenEntry
-	// layouts are the Names values met, split (nil: not valid).
-	layoutMu sync.Mutex
-	layouts  map[string][]string
 }
 
 // candidate is a session a status of this run found fresh.
@@ -50,26 +61,20 @@ type candidate struct {
 type writtenEntry struct {
 	rel string
 	dev uint64
-	e   freshEntry
+	e   ledger.FreshEntry
 }
 
-func loadFreshCache(tree string) *freshCache {
-	c := &freshCache{loaded: time.Now(), layouts: map[string][]string{}}
-	c.stateSet = loadStateSet(tree, FreshCacheName, freshCacheMax, func(e freshEntry) bool {
-		if len(e.Digest) != 2*sha256.Size || len(e.Source) != sha256.Size || e.Version <= 0 || !wire.ValidUUID(e.SessionID) {
-			return false // also every entry of an earlier pisess, which had no source digest
-		}
-		_, ok := c.layout(e.Names)
-		return ok
-	})
-	return c
+// loadFreshCache reads the tree's cache, to be judged by j.
+func loadFreshCache(tree string, j freshJudges) *freshCache {
+	loaded := time.Now()
+	return &freshCache{FreshCache: ledger.LoadFreshCache(tree), judges: j, loaded: loaded}
 }
 
 // Header implements discover.Headers: the header version of a session
 // judged fresh, while its file's metadata is what it was then.
 func (c *freshCache) Header(rel string, key discover.FileKey) (int, bool) {
-	e, ok := c.get(rel)
-	if !ok || e.Source != sourceDigest(key) {
+	e, ok := c.Get(rel)
+	if !ok || e.Source != verify.SourceDigest(key) {
 		return 0, false
 	}
 	return e.Version, true
@@ -77,16 +82,16 @@ func (c *freshCache) Header(rel string, key discover.FileKey) (int, bool) {
 
 // sidecarVouched returns s's entry when its sidecar's files are as the
 // entry saw them.
-func (c *freshCache) sidecarVouched(s discover.Session) (freshEntry, bool) {
-	e, ok := c.get(s.Rel)
+func (c *freshCache) sidecarVouched(s discover.Session) (ledger.FreshEntry, bool) {
+	e, ok := c.Get(s.Rel)
 	if !ok || s.Sidecar == "" {
-		return freshEntry{}, false
+		return ledger.FreshEntry{}, false
 	}
-	names, ok := c.layout(e.Names)
+	names, ok := c.Layout(e.Names)
 	if !ok {
-		return freshEntry{}, false
+		return ledger.FreshEntry{}, false
 	}
-	d, _, ok := metaDigest(s.Sidecar, names, time.Time{})
+	d, _, ok := verify.MetaDigest(s.Sidecar, names, time.Time{}, c.judges.racyWindow)
 	return e, ok && d == e.Digest
 }
 
@@ -103,7 +108,7 @@ func (c *freshCache) framesVouched(s discover.Session) (names []string, ok bool)
 	if !ok || !e.Frames {
 		return nil, false
 	}
-	names, _ = c.layout(e.Names)
+	names, _ = c.Layout(e.Names)
 	return names, true
 }
 
@@ -114,22 +119,25 @@ func (c *freshCache) framesVouched(s discover.Session) (names []string, ok bool)
 // candidate for settle; any other verdict of StatusFast drops its entry. A
 // nil cache always asks verify.StatusFast.
 func (c *freshCache) status(s discover.Session) (verify.StatusReport, error) {
-	if c == nil || s.Rel == "" {
-		return statusFast(s.Path)
+	if c == nil {
+		return verify.StatusFast(s.Path)
+	}
+	if s.Rel == "" {
+		return c.judges.statusFast(s.Path)
 	}
 	if e, ok := c.sidecarVouched(s); ok {
 		key := s.Key
 		if key == (discover.FileKey{}) {
-			key, _ = lstatKey(s.Path)
+			key, _ = verify.LstatKey(s.Path)
 		}
-		if e.Source == sourceDigest(key) {
+		if e.Source == verify.SourceDigest(key) {
 			return verify.StatusReport{Session: s.Path, Sidecar: s.Sidecar, Class: verify.ClassMigrated,
 				SourceFormat: s.Format, Version: e.Version, HeaderID: e.SessionID, SourceBytes: s.Size,
 				Entries: e.Entries, Bytes: e.Bytes}, nil
 		}
 		// pi wrote the session (or changed its metadata): the sidecar
 		// is what the entry saw, only the session is judged again.
-		st, ok := statusVouched(s.Path, verify.Vouched{HeaderID: e.SessionID, OwnerUID: e.UID, OwnerGID: e.GID,
+		st, ok := c.judges.statusVouched(s.Path, verify.Vouched{HeaderID: e.SessionID, OwnerUID: e.UID, OwnerGID: e.GID,
 			Entries: e.Entries, Bytes: e.Bytes, ReadID: s.HeaderID, ReadVersion: s.Version})
 		if ok {
 			if st.Class == verify.ClassMigrated && len(st.Findings) == 0 {
@@ -138,9 +146,9 @@ func (c *freshCache) status(s discover.Session) (verify.StatusReport, error) {
 			return st, nil
 		}
 	}
-	st, err := statusFast(s.Path)
+	st, err := c.judges.statusFast(s.Path)
 	if err != nil || st.Class != verify.ClassMigrated || len(st.Findings) > 0 {
-		c.forget(s.Rel)
+		c.Forget(s.Rel)
 		return st, err
 	}
 	c.addCandidate(s, st)
@@ -159,7 +167,7 @@ func (c *freshCache) addCandidate(s discover.Session, st verify.StatusReport) {
 // under the session lock, pi's lock for every write to a sidecar), and
 // must be called under them: its files' metadata are read now, after the
 // last write. It is cached at settle if the file
-// system shows every later change (fineCtime), and if the session file is
+// system shows every later change (ledger.FineCtime), and if the session file is
 // still exactly the one fingerprinted. v gives the header's id and the
 // manifest's counters (the owner is the session file's, read here); names
 // are the sidecar's entries as its verification walked them, under the
@@ -169,9 +177,9 @@ func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v veri
 		return
 	}
 	sidecar := discover.SidecarPath(s.Path) // s.Sidecar is "" for a session migrated now
-	if len(names) == 0 || len(names) > freshMaxNames {
+	if len(names) == 0 || len(names) > ledger.FreshMaxNames {
 		var err error
-		if names, err = sidecarNames(sidecar); err != nil {
+		if names, err = verify.SidecarNames(sidecar, ledger.FreshMaxNames); err != nil {
 			return
 		}
 		seen.keys = nil
@@ -179,14 +187,14 @@ func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v veri
 	var d string
 	var ok bool
 	if len(seen.keys) == len(names) {
-		d, ok = knownDigest(sidecar, names, seen.keys, seen.changed)
+		d, ok = verify.KnownDigest(sidecar, names, seen.keys, seen.changed)
 	} else {
-		d, _, ok = metaDigest(sidecar, names, time.Time{})
+		d, _, ok = verify.MetaDigest(sidecar, names, time.Time{}, c.judges.racyWindow)
 	}
 	if !ok {
 		return
 	}
-	key, ok := lstatKey(s.Path)
+	key, ok := verify.LstatKey(s.Path)
 	id := fp.FileIdentity
 	if !ok || key.Size != fp.ByteLength || key.Dev != id.Device || key.Ino != id.Inode ||
 		int64(key.CtimeSec) != id.ChangeTimeSeconds || int64(key.CtimeNsec) != id.ChangeTimeNanoseconds {
@@ -196,7 +204,7 @@ func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v veri
 	if syscall.Lstat(sidecar, &st) != nil {
 		return
 	}
-	e := freshEntry{Names: joinNames(names), Digest: d, Source: sourceDigest(key), Version: 3, SessionID: v.HeaderID,
+	e := ledger.FreshEntry{Names: ledger.JoinNames(names), Digest: d, Source: verify.SourceDigest(key), Version: 3, SessionID: v.HeaderID,
 		UID: uint32(key.UID), GID: uint32(key.GID), Entries: v.Entries, Bytes: v.Bytes, Frames: true}
 	c.mu.Lock()
 	c.written = append(c.written, writtenEntry{rel: s.Rel, dev: uint64(st.Dev), e: e})
@@ -218,7 +226,7 @@ type seenKeys struct {
 // modification time is older than that by more than the racy window
 // (git's racily-clean rule; the window covers a file clock that lags).
 // Their metadata, sampled now, is the digest. A sidecar written by this
-// run is cached on a file system with fine change times (fineCtime). Only
+// run is cached on a file system with fine change times (ledger.FineCtime). Only
 // a run that writes the cache settles (the planning of a run that then
 // writes nothing pays nothing for the cache): for a tree pi uses, the next
 // refresh.
@@ -229,37 +237,33 @@ func (c *freshCache) settle() {
 	c.mu.Unlock()
 	for _, cd := range candidates {
 		s := cd.s
-		names, err := sidecarNames(s.Sidecar)
+		names, err := verify.SidecarNames(s.Sidecar, ledger.FreshMaxNames)
 		if err != nil {
-			c.forget(s.Rel)
+			c.Forget(s.Rel)
 			continue
 		}
-		key, ok := lstatKey(s.Path)
-		if !ok || racyKey(key, c.loaded) || cd.st.Version <= 0 || !wire.ValidUUID(cd.st.HeaderID) {
-			c.forget(s.Rel)
+		key, ok := verify.LstatKey(s.Path)
+		if !ok || verify.RacyKey(key, c.loaded, c.judges.racyWindow) || cd.st.Version <= 0 || !wire.ValidUUID(cd.st.HeaderID) {
+			c.Forget(s.Rel)
 			continue
 		}
-		d, racy, ok := metaDigest(s.Sidecar, names, c.loaded)
+		d, racy, ok := verify.MetaDigest(s.Sidecar, names, c.loaded, c.judges.racyWindow)
 		if !ok || racy {
-			c.forget(s.Rel)
+			c.Forget(s.Rel)
 			continue
 		}
-		c.put(s.Rel, freshEntry{Names: joinNames(names), Digest: d, Source: sourceDigest(key), Version: cd.st.Version,
+		c.Put(s.Rel, ledger.FreshEntry{Names: ledger.JoinNames(names), Digest: d, Source: verify.SourceDigest(key), Version: cd.st.Version,
 			SessionID: cd.st.HeaderID, UID: uint32(key.UID), GID: uint32(key.GID), Entries: cd.st.Entries, Bytes: cd.st.Bytes})
 	}
 	if len(written) == 0 {
 		return
 	}
-	dev, fine := fineCtime(filepath.Join(c.tree, discover.PisessDir))
+	dev, fine := c.judges.fineCtime(filepath.Join(c.Tree(), discover.PisessDir))
 	for _, w := range written {
 		if fine && w.dev == dev && wire.ValidUUID(w.e.SessionID) {
-			c.put(w.rel, w.e)
+			c.Put(w.rel, w.e)
 		} else {
-			c.forget(w.rel)
+			c.Forget(w.rel)
 		}
 	}
-}
-
-func (c *freshCache) put(rel string, e freshEntry) {
-	c.set(rel, e, func(old, e freshEntry) bool { return old == e })
 }

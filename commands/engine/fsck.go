@@ -152,7 +152,7 @@ type treeRun struct {
 	*fsckRun
 	tree    discover.Tree
 	journal *ledger.Journal
-	q       *quarantine // nil without --repair
+	q       *ledger.Quarantiner // nil without --repair
 	// places are the sessions checked at once (opt.Jobs): a session
 	// waiting for a lock pi holds gives its place up meanwhile (aside).
 	places chan struct{}
@@ -169,7 +169,7 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 		out.Sessions = tr.sessions(ctx)
 		return out, ctx.Err()
 	}
-	if err := checkPisessDir(t.Root); err != nil {
+	if err := ledger.CheckPisessDir(t.Root); err != nil {
 		return out, err
 	}
 	var (
@@ -178,9 +178,9 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 		err   error
 	)
 	if r.opt.Repair {
-		lock, stale, err = lockTreeWait(ctx, r.opt.Ops, t.Root, r.opt.LockWait)
+		lock, stale, err = ledger.LockTreeWait(ctx, r.opt.Ops, t.Root, r.opt.LockWait)
 	} else {
-		lock, stale, err = lockTreeForCheck(ctx, r.opt.Ops, t.Root)
+		lock, stale, err = ledger.LockTreeForCheck(ctx, r.opt.Ops, t.Root)
 	}
 	if err != nil {
 		return out, fmt.Errorf("fsck %s: %w", t.Root, err)
@@ -201,7 +201,7 @@ func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string)
 	defer j.Close()
 	tr := &treeRun{fsckRun: r, tree: t, journal: j}
 	if r.opt.Repair {
-		if tr.q, err = newQuarantine(r.opt.Ops, t.Root, r.cid, j, r.opt.Clock); err != nil {
+		if tr.q, err = ledger.NewQuarantiner(r.opt.Ops, t.Root, r.cid, j, r.opt.Clock); err != nil {
 			return out, fmt.Errorf("fsck %s: %w", t.Root, err)
 		}
 	}
@@ -211,7 +211,7 @@ func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string)
 		if tr.q != nil {
 			// Taking the lock over was the repair; record it.
 			f.Repaired = true
-			if err := tr.q.note(ledger.Note{Kind: ledger.NoteRepair, Path: f.Path,
+			if err := tr.q.Note(ledger.Note{Kind: ledger.NoteRepair, Path: f.Path,
 				Detail: "stale tree lock taken over and cleared; its holder was: " + stale}); err != nil {
 				f.Repaired, f.RepairError = false, err.Error()
 			}

@@ -183,7 +183,7 @@ func (tr *treeRun) repairLeftovers(s discover.Session, fs []FsckFinding, fail fu
 			err := tr.verifyBackup(s, f.Path)
 			if err == nil {
 				if err = tr.opt.Ops.RenameNoReplace(f.Path, s.Sidecar); err == nil {
-					err = tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRestored, Path: s.Sidecar,
+					err = tr.q.Note(ledger.Note{Session: s.Path, Kind: ledger.NoteRestored, Path: s.Sidecar,
 						QuarantinePath: f.Path, Detail: "fsck restored the backup of an interrupted cutover as the sidecar"})
 					if err != nil {
 						fail(f, err)
@@ -198,7 +198,7 @@ func (tr *treeRun) repairLeftovers(s discover.Session, fs []FsckFinding, fail fu
 			kind = "backup"
 			lost = lost || !exists(s.Sidecar)
 		}
-		if _, err := tr.q.move(s.Path, f.Path, kind, f.Detail); err != nil {
+		if _, err := tr.q.Move(s.Path, f.Path, kind, f.Detail); err != nil {
 			fail(f, err)
 		}
 	}
@@ -278,7 +278,7 @@ func (tr *treeRun) mendInPlace(ctx context.Context, s discover.Session, fs []Fsc
 		if _, err := rollback.FinishPendingLocked(ctx, root, rollback.Options{Ops: tr.opt.Ops, Clock: tr.opt.Clock,
 			LockTimeout: tr.opt.LockTimeout}); err != nil {
 			fail(f, err)
-		} else if err := tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: f.Path,
+		} else if err := tr.q.Note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: f.Path,
 			Detail: "fsck finished the pending rollback to a checkpoint (rolled forward)"}); err != nil {
 			fail(f, err)
 		}
@@ -332,7 +332,7 @@ func (tr *treeRun) cutTail(s discover.Session, path string) (bool, error) {
 	if err != nil || len(tail) == 0 {
 		return false, err
 	}
-	dst, sum, err := tr.q.keep(path, "torn-tail", tail)
+	dst, sum, err := tr.q.Keep(path, "torn-tail", tail)
 	if err != nil {
 		return false, err
 	}
@@ -343,7 +343,7 @@ func (tr *treeRun) cutTail(s discover.Session, path string) (bool, error) {
 	if !bytes.Equal(cut, tail) {
 		return true, fmt.Errorf("cut torn tail of %s: %d bytes cut differ from the %d kept in %s", path, len(cut), len(tail), dst)
 	}
-	return true, tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteQuarantined, Path: path, QuarantinePath: dst, SHA256: sum,
+	return true, tr.q.Note(ledger.Note{Session: s.Path, Kind: ledger.NoteQuarantined, Path: path, QuarantinePath: dst, SHA256: sum,
 		Detail: fmt.Sprintf("fsck cut a torn tail of %d bytes at offset %d (the last whole line ends there)", len(tail), off)})
 }
 
@@ -405,7 +405,7 @@ func (tr *treeRun) keepCopy(path, kind string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	return tr.q.keep(path, kind, b)
+	return tr.q.Keep(path, kind, b)
 }
 
 // rebuildIndex keeps the old index and rewrites it from the frames.
@@ -426,7 +426,7 @@ func (tr *treeRun) rebuildIndex(s discover.Session, root string) error {
 	if err != nil {
 		return err
 	}
-	return tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: path, QuarantinePath: dst, SHA256: sum,
+	return tr.q.Note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: path, QuarantinePath: dst, SHA256: sum,
 		Detail: fmt.Sprintf("fsck rebuilt the index from the frames (%d rows); the old index, if any, is in the quarantine", n)})
 }
 
@@ -445,7 +445,7 @@ func (tr *treeRun) recomputeManifest(s discover.Session, root string) error {
 	if _, err := store.RecomputeManifest(root, h.ID, wire.SourceFormat(s.Format)); err != nil {
 		return err
 	}
-	return tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: path, QuarantinePath: dst, SHA256: sum,
+	return tr.q.Note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: path, QuarantinePath: dst, SHA256: sum,
 		Detail: "fsck recomputed the manifest from the frames; the old manifest, if any, is in the quarantine"})
 }
 
@@ -483,7 +483,7 @@ func (tr *treeRun) fixModes(s discover.Session, root string) error {
 	if len(fixed) == 0 {
 		return nil
 	}
-	return tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: root,
+	return tr.q.Note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: root,
 		Detail: fmt.Sprintf("fsck set private modes (0700/0600) on %d path(s): %v", len(fixed), fixed)})
 }
 
@@ -522,7 +522,7 @@ func (tr *treeRun) fixOwner(s discover.Session, root string) error {
 	if err := tr.opt.Ops.ChownTree(root, uid, gid); err != nil {
 		return err
 	}
-	return tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: root,
+	return tr.q.Note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: root,
 		Detail: fmt.Sprintf("fsck gave the store to the session file's owner %d:%d", uid, gid)})
 }
 
@@ -538,7 +538,7 @@ func (tr *treeRun) rebuildSidecar(ctx context.Context, s discover.Session, reaso
 		target, _ := os.Readlink(s.Sidecar)
 		lock, lerr := tr.lock(ctx, s.Lock)
 		if lerr == nil {
-			_, lerr = tr.q.move(s.Path, s.Sidecar, "sidecar-symlink",
+			_, lerr = tr.q.Move(s.Path, s.Sidecar, "sidecar-symlink",
 				fmt.Sprintf("the sidecar was a symlink to %s, which pi refuses: the link itself is kept here, its target is untouched", target))
 			_ = lock.Unlock()
 		}
@@ -565,7 +565,7 @@ func (tr *treeRun) rebuildSidecar(ctx context.Context, s discover.Session, reaso
 	}
 	lock, lerr := tr.lock(ctx, s.Lock)
 	if lerr == nil {
-		_, lerr = tr.q.move(s.Path, s.Sidecar, "sidecar",
+		_, lerr = tr.q.Move(s.Path, s.Sidecar, "sidecar",
 			"the sidecar could not be rebuilt because its source is refused ("+err.Error()+"); pi uses the JSONL")
 		_ = lock.Unlock()
 	}

@@ -8,21 +8,21 @@ import (
 
 // acknowledgeJournalLine copies the line to the quarantine and appends the
 // repair note that acknowledges it.
-func acknowledgeJournalLine(q *quarantine, f FsckFinding) error {
-	lines, err := readLines(f.Path, map[int64]bool{f.Line: true})
+func acknowledgeJournalLine(q *ledger.Quarantiner, f FsckFinding) error {
+	lines, err := ledger.ReadLines(f.Path, map[int64]bool{f.Line: true})
 	if err != nil {
 		return err
 	}
 	line := lines[f.Line]
-	dst, _, err := q.keep(f.Path, fmt.Sprintf("line-%d", f.Line), line)
+	dst, _, err := q.Keep(f.Path, fmt.Sprintf("line-%d", f.Line), line)
 	if err != nil {
 		return err
 	}
-	return q.note(ledger.Note{
+	return q.Note(ledger.Note{
 		Kind:           ledger.NoteRepair,
 		Path:           f.Path,
 		QuarantinePath: dst,
-		SHA256:         lineDigest(line),
+		SHA256:         ledger.LineDigest(line),
 		Detail:         fmt.Sprintf("journal line %d does not parse; a copy is in the quarantine and this note acknowledges it (the journal is never rewritten)", f.Line),
 	})
 }
@@ -40,7 +40,7 @@ func (tr *treeRun) repairTree(fs []FsckFinding) {
 		case ActionAcknowledge:
 			err = acknowledgeJournalLine(tr.q, *f)
 		case ActionQuarantine:
-			_, err = tr.q.move(tr.tree.Root, f.Path, "orphan", f.Detail)
+			_, err = tr.q.Move(tr.tree.Root, f.Path, "orphan", f.Detail)
 		default:
 			continue
 		}

@@ -47,13 +47,13 @@ func journalFindings(j *ledger.Journal) ([]FsckFinding, error) {
 	for _, b := range bad {
 		want[b.Line] = true
 	}
-	lines, err := readLines(j.Path(), want)
+	lines, err := ledger.ReadLines(j.Path(), want)
 	if err != nil {
 		return nil, err
 	}
 	var out []FsckFinding
 	for _, b := range bad {
-		if acked[lineDigest(lines[b.Line])] {
+		if acked[ledger.LineDigest(lines[b.Line])] {
 			continue
 		}
 		detail := "journal line does not parse: " + b.Detail

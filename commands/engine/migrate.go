@@ -173,6 +173,8 @@ type MigrateOptions struct {
 	OnSession func(SessionResult)
 	// OnPlan is called once the plan is known, with the bytes it will read.
 	OnPlan func(sessions int, bytes int64)
+	// seams are what a test replaces (nil: nothing).
+	seams *seams
 }
 
 // Env is what the per-session pipeline needs from its run.
@@ -189,7 +191,7 @@ type Env struct {
 	Log     zerolog.Logger
 	// Refresh is the session's tree's refresh record (nil: every refresh
 	// is a full rebuild, and nothing is recorded).
-	Refresh *refreshRecords
+	Refresh *ledger.RefreshRecords
 	// Fresh is the session's tree's fresh cache (nil: a sidecar written is
 	// judged by a status next run).
 	Fresh *freshCache
@@ -201,6 +203,9 @@ type Env struct {
 	// waitAside, when set (fsck's rebuilds), runs a wait for a lock
 	// without the session's place in its caller's pool.
 	waitAside func(wait func())
+	// onOpened, when set (a test's seams.opened), is called with the
+	// session's path when its source has had its first pass.
+	onOpened func(path string)
 }
 
 // opened tells runJobs the session's source has had its first pass: it
@@ -260,10 +265,6 @@ type buildSlot struct {
 	reading, fullReading, staging chan struct{}
 	holds                         chan struct{} // the slot held: reading, staging or nil
 }
-
-// testHookOpened, when set by a test, is called with the session's path
-// when its source has had its first pass.
-var testHookOpened func(path string)
 
 func (b *buildSlot) staged() {
 	if b.holds != b.reading {
@@ -338,9 +339,10 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	// run judged them (a steady tree is walked without opening its
 	// sessions). A second walk (after healing) uses the same.
 	cachesOf := map[string]*treeCaches{}
+	judges := opt.seams.freshJudges()
 	walkOpt := discover.Options{Headers: func(root string) discover.Headers {
 		if cachesOf[root] == nil {
-			cachesOf[root] = loadTreeCaches(root)
+			cachesOf[root] = loadTreeCaches(root, judges)
 		}
 		return cachesOf[root]
 	}}
@@ -393,9 +395,9 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	// sessions leave a core idle). A job is large: made once, in place.
 	jobs := make([]job, 0, total)
 	ready := make([]chan struct{}, 0, total)
-	var caches []*refusalCache
+	var caches []*ledger.RefusalCache
 	var freshCaches []*freshCache
-	var records []*refreshRecords
+	var records []*ledger.RefreshRecords
 	for _, t := range trees {
 		rep.Trees = append(rep.Trees, t.Root)
 		listed[t.Root] = make(map[string]bool, len(t.Sessions))
@@ -412,17 +414,17 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			}
 			journals[t.Root] = j
 		}
-		var cache *refusalCache
+		var cache *ledger.RefusalCache
 		var fc *freshCache
 		tc := cachesOf[t.Root]
 		if tc == nil && t.SymlinkAncestor == "" {
-			tc = loadTreeCaches(t.Root) // the walk meets every tree: not reached
+			tc = loadTreeCaches(t.Root, judges) // the walk meets every tree: not reached
 		}
 		if t.SymlinkAncestor == "" {
 			cache, fc = tc.refusals.get(), tc.fresh.get()
 			caches, freshCaches = append(caches, cache), append(freshCaches, fc)
 		}
-		var rec *refreshRecords
+		var rec *ledger.RefreshRecords
 		if j != nil {
 			rec = tc.records.get()
 			records = append(records, rec)
@@ -443,7 +445,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 				// it: the evidence about the sidecar a refresh displaces
 				// (read for the sessions that run only: the records are
 				// decoded when first asked for).
-				jb.prior, jb.hasPrior = jb.refresh.get(jb.session.Rel)
+				jb.prior, jb.hasPrior = jb.refresh.Get(jb.session.Rel)
 			}
 		})
 		var bytes int64
@@ -460,12 +462,12 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	var unfinished atomic.Int64
 	unfinished.Store(int64(len(jobs)))
 	if ops.Seals == nil {
-		ops.Seals = &durable.SyncGroup{Linger: sealLinger, // the jobs share their seals
+		ops.Seals = &durable.SyncGroup{Linger: opt.seams.linger(), // the jobs share their seals
 			Others: func() bool { return unfinished.Load() > 1 }}
 	}
 	env := Env{Clock: opt.Clock, Ops: ops, MaxSegmentBytes: opt.MaxSegmentBytes,
 		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: log,
-		InPlace: !opt.KeepDisplaced && !opt.CopyRefresh}
+		InPlace: !opt.KeepDisplaced && !opt.CopyRefresh, onOpened: opt.seams.openedHook()}
 	var dq *discarder
 	if !opt.DryRun && !opt.KeepDisplaced {
 		dq = newDiscarder(opt.CorrelationID, func() string { return wire.FormatTimestamp(env.now()) })
@@ -536,7 +538,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	if !opt.DryRun {
 		for i, jb := range jobs {
 			if jb.cache != nil {
-				jb.cache.record(jb, rep.Sessions[i])
+				recordRefusal(jb.cache, jb, rep.Sessions[i])
 			}
 		}
 		done, kept := discarded.done, discarded.kept
@@ -563,17 +565,17 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		var recordsSaved sync.WaitGroup
 		recordsSaved.Go(func() {
 			for _, r := range records {
-				if err := r.save(opt.Ops, listed[r.tree]); err != nil {
+				if err := r.Save(opt.Ops, listed[r.Tree()]); err != nil {
 					// Only work saved is lost: the next refresh is a full one.
-					log.Warn().Err(err).Str("tree", r.tree).Msg("refresh record not saved")
+					log.Warn().Err(err).Str("tree", r.Tree()).Msg("refresh record not saved")
 				}
 			}
 		})
 		for _, c := range caches {
-			if err := c.save(opt.Ops, listed[c.tree]); err != nil {
+			if err := c.Save(opt.Ops, listed[c.Tree()]); err != nil {
 				// Only work saved is lost: the next run reads the refused
 				// sessions again.
-				log.Warn().Err(err).Str("tree", c.tree).Msg("refusal cache not saved")
+				log.Warn().Err(err).Str("tree", c.Tree()).Msg("refusal cache not saved")
 			}
 		}
 		wrote := map[string]bool{}
@@ -583,17 +585,17 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 			}
 		}
 		for _, c := range freshCaches {
-			if !wrote[c.tree] {
+			if !wrote[c.Tree()] {
 				// A run that changed nothing writes nothing (issue 12):
 				// the verdicts wait for the next run that writes anyway
 				// (in a tree pi uses, the next refresh).
 				continue
 			}
 			c.settle()
-			if err := c.save(opt.Ops, listed[c.tree]); err != nil {
+			if err := c.Save(opt.Ops, listed[c.Tree()]); err != nil {
 				// Only work saved is lost: the next run judges every
 				// sidecar again.
-				log.Warn().Err(err).Str("tree", c.tree).Msg("fresh cache not saved")
+				log.Warn().Err(err).Str("tree", c.Tree()).Msg("fresh cache not saved")
 			}
 		}
 		recordsSaved.Wait()
@@ -675,7 +677,7 @@ func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees [
 				continue
 			}
 		}
-		l, stale, err := lockTreeWait(ctx, ops, t.Root, wait)
+		l, stale, err := ledger.LockTreeWait(ctx, ops, t.Root, wait)
 		if err != nil {
 			unlockAll(locks)
 			return nil, nil, fmt.Errorf("lock tree %s: %w", t.Root, err)
@@ -699,18 +701,18 @@ type job struct {
 	session discover.Session
 	plan    plan
 	journal *ledger.Journal
-	refresh *refreshRecords
+	refresh *ledger.RefreshRecords
 	// fresh is the tree's fresh cache: it stands in for statuses in the
 	// planning, and is told of the sidecars the run writes.
 	fresh *freshCache
 	// prior is the session's refresh record as the run found it (valid
 	// when hasPrior).
-	prior    refreshRecord
+	prior    ledger.RefreshRecord
 	hasPrior bool
 	// cache is the tree's refusal cache; identity the session file's
 	// identity taken before anything read it (valid when hasIdentity).
-	cache       *refusalCache
-	identity    fileIdentity
+	cache       *ledger.RefusalCache
+	identity    ledger.FileIdentity
 	hasIdentity bool
 	fromCache   bool
 }
@@ -778,7 +780,7 @@ func isClosed(c <-chan struct{}) bool {
 // syncfs (durable.SyncGroup.Linger); sealWorkers bounds the sessions that
 // can wait so, each holding its session lock (pi waits that long at most
 // to write it).
-var (
+const (
 	sealLinger  = 3 * time.Millisecond
 	sealWorkers = 8
 )

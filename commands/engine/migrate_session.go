@@ -370,8 +370,8 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	if err != nil {
 		return x.refusedOrFailed(res, err)
 	}
-	if testHookOpened != nil {
-		testHookOpened(s.Path)
+	if env.onOpened != nil {
+		env.onOpened(s.Path)
 	}
 	env.opened()
 	if id := src.Header().ID; !wire.ValidUUID(id) {

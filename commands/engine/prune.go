@@ -27,9 +27,9 @@ type PruneOptions struct {
 
 // PruneReport is the result of Prune.
 type PruneReport struct {
-	DryRun bool        `json:"dryRun"`
-	Cutoff string      `json:"cutoff"`
-	Trees  []PruneTree `json:"trees"`
+	DryRun bool               `json:"dryRun"`
+	Cutoff string             `json:"cutoff"`
+	Trees  []ledger.PruneTree `json:"trees"`
 }
 
 // Tally implements Report.
@@ -53,7 +53,7 @@ func Prune(ctx context.Context, opt PruneOptions) (PruneReport, error) {
 		now = opt.Clock()
 	}
 	cutoff := now.Add(-opt.KeepWithin)
-	rep := PruneReport{DryRun: opt.DryRun, Cutoff: cutoff.UTC().Format(time.RFC3339), Trees: []PruneTree{}}
+	rep := PruneReport{DryRun: opt.DryRun, Cutoff: cutoff.UTC().Format(time.RFC3339), Trees: []ledger.PruneTree{}}
 	roots, err := treeRoots(opt.Paths)
 	if err != nil {
 		return rep, err
@@ -64,10 +64,10 @@ func Prune(ctx context.Context, opt PruneOptions) (PruneReport, error) {
 			return rep, err
 		}
 		if fi, err := os.Lstat(filepath.Join(root, ledger.PisessDir)); err != nil || !fi.IsDir() {
-			rep.Trees = append(rep.Trees, PruneTree{Root: root, Runs: []string{}, Quarantine: []string{}})
+			rep.Trees = append(rep.Trees, ledger.PruneTree{Root: root, Runs: []string{}, Quarantine: []string{}})
 			continue // nothing pisess made here; nothing to create either
 		}
-		pt, err := pruneTree(ctx, *log, opt, root, cutoff)
+		pt, err := ledger.Prune(ctx, *log, ledger.PruneOptions{DryRun: opt.DryRun, LockWait: opt.LockWait, Ops: opt.Ops}, root, cutoff)
 		rep.Trees = append(rep.Trees, pt)
 		if err != nil {
 			return rep, err

@@ -11,8 +11,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/jsonl"
+	"pisess/readers/normalize"
 	"pisess/verify"
 	"pisess/writers"
 	"pisess/writers/durable"
@@ -34,7 +36,7 @@ func (x *session) remember(fp wire.SourceFingerprint, st writers.StageResult) {
 		return
 	}
 	m, idx, man := st.Manifest, st.IndexSHA256, st.ManifestSHA256
-	r := refreshRecord{
+	r := ledger.RefreshRecord{
 		SourceBytes: int64(fp.ByteLength), SourceSHA256: fp.SHA256,
 		Entries: m.Counters.EntriesTotal, ChainHash: m.Integrity.ChainHash, IndexSHA256: idx,
 		ManifestDev: dev, ManifestIno: ino, CorrelationID: x.correlation, ManifestSHA256: man,
@@ -45,7 +47,7 @@ func (x *session) remember(fp wire.SourceFingerprint, st writers.StageResult) {
 	if n, ok := wire.SHA256StateLength(x.prefix.SHA256State); ok && n == fp.ByteLength {
 		r.SourceXXH3, r.SourceSHA256State = hex.EncodeToString(x.prefix.XXH3[:]), hex.EncodeToString(x.prefix.SHA256State)
 	}
-	x.env.Refresh.put(x.s.Rel, r)
+	x.env.Refresh.Put(x.s.Rel, r)
 }
 
 // refreshAppended refreshes a stale sidecar in time proportional to what
@@ -106,11 +108,21 @@ func (x *session) refreshAppended(ctx context.Context, res SessionResult) (Sessi
 	return x.installAppended(ctx, res, staging, ar, src, &installed)
 }
 
+// recordPrefix is the record's normalize.PrefixHash, nil when it has none
+// (ledger.RefreshRecord.Prefix).
+func recordPrefix(r ledger.RefreshRecord) *normalize.PrefixHash {
+	x, st, ok := r.Prefix()
+	if !ok {
+		return nil
+	}
+	return &normalize.PrefixHash{XXH3: x, SHA256State: st}
+}
+
 // openAppended opens the entries the session gained since rec, keeping the
 // source in *src.
-func (x *session) openAppended(rec refreshRecord, sum [32]byte, src **jsonl.AppendSource) writers.OpenAppended {
+func (x *session) openAppended(rec ledger.RefreshRecord, sum [32]byte, src **jsonl.AppendSource) writers.OpenAppended {
 	return func(known func(string) bool) (readers.Source, error) {
-		a, err := jsonl.OpenAppend(x.s.Path, jsonl.AppendOptions{Offset: rec.SourceBytes, SHA256: sum, Prefix: rec.prefix(), Known: known})
+		a, err := jsonl.OpenAppend(x.s.Path, jsonl.AppendOptions{Offset: rec.SourceBytes, SHA256: sum, Prefix: recordPrefix(rec), Known: known})
 		if err != nil {
 			return nil, err
 		}
@@ -123,26 +135,26 @@ func (x *session) openAppended(rec refreshRecord, sum [32]byte, src **jsonl.Appe
 // when an incremental refresh may be tried: a JSONL session being
 // refreshed (not forced, not a dry run) whose sidecar is the one the
 // record describes (the same manifest.json).
-func (x *session) appendRecord(res SessionResult) (refreshRecord, [32]byte, bool) {
+func (x *session) appendRecord(res SessionResult) (ledger.RefreshRecord, [32]byte, bool) {
 	env, s := x.env, x.s
 	if env.Refresh == nil || env.DryRun || env.Force || res.Action != PlanRefresh ||
 		s.Format != readers.FormatJSONLv3 || s.Rel == "" {
-		return refreshRecord{}, [32]byte{}, false
+		return ledger.RefreshRecord{}, [32]byte{}, false
 	}
-	rec, ok := env.Refresh.get(s.Rel)
+	rec, ok := env.Refresh.Get(s.Rel)
 	if !ok {
-		return refreshRecord{}, [32]byte{}, false
+		return ledger.RefreshRecord{}, [32]byte{}, false
 	}
-	sum, ok := rec.sha()
+	sum, ok := rec.SHA256()
 	if dev, ino, idok := manifestIdentity(x.sidecar); !ok || !idok || dev != rec.ManifestDev || ino != rec.ManifestIno {
-		return refreshRecord{}, [32]byte{}, false
+		return ledger.RefreshRecord{}, [32]byte{}, false
 	}
 	return rec, sum, true
 }
 
 // matchesRecord reports why base, the sidecar as an incremental refresh
 // read it, is not the one rec describes ("" when it is).
-func matchesRecord(b store.Base, rec refreshRecord) string {
+func matchesRecord(b store.Base, rec ledger.RefreshRecord) string {
 	if b.Manifest.Counters.EntriesTotal != rec.Entries || b.Manifest.Integrity.ChainHash != rec.ChainHash || b.IndexSHA256 != rec.IndexSHA256 ||
 		rec.ManifestSHA256 != "" && b.ManifestSHA256 != rec.ManifestSHA256 {
 		return "the sidecar is not the one the refresh record describes"

@@ -43,7 +43,7 @@ const (
 // sidecar (FORMAT.md §8), so a crash or failure part way leaves a sidecar
 // the next run rebuilds. The result is byte for byte the store a full
 // rebuild writes at the same clock, its ledger included.
-func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec refreshRecord, sum [32]byte) (SessionResult, inPlaceNext) {
+func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ledger.RefreshRecord, sum [32]byte) (SessionResult, inPlaceNext) {
 	env, s := x.env, x.s
 	none := wire.Verification{}
 	// Tried once: while another process holds it, the staging copy
@@ -84,7 +84,7 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 		// Written: the staging slot is free. The manifest, verification
 		// (a read-back of what was just written), ledger, seal and commit
 		// overlap the next session's writing, as a full build's do (build).
-		IndexSHA256State: rec.indexState(),
+		IndexSHA256State: rec.IndexState(),
 		Written:          env.yield})
 	switch {
 	case err == nil:

@@ -7,13 +7,14 @@ import (
 	"path/filepath"
 	"sort"
 
+	"pisess/ledger"
 	"pisess/readers/discover"
 )
 
 // TreeRuns is one tree's runs, oldest first.
 type TreeRuns struct {
-	Root string    `json:"root"`
-	Runs []RunInfo `json:"runs"`
+	Root string           `json:"root"`
+	Runs []ledger.RunInfo `json:"runs"`
 	// BadLines is how many journal lines do not parse (fsck reports them).
 	BadLines int `json:"badLines"`
 }
@@ -44,7 +45,7 @@ func Runs(ctx context.Context, opt RunsOptions) (RunsReport, error) {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		runs, bad, err := journalRuns(root)
+		runs, bad, err := ledger.JournalRuns(root)
 		if err != nil {
 			return rep, err
 		}

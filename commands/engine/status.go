@@ -62,11 +62,11 @@ type StatusReport struct {
 
 // StatusTree is what status says of a tree as a whole.
 type StatusTree struct {
-	Root            string   `json:"root"`
-	JournalBytes    int64    `json:"journalBytes"`
-	QuarantineBytes int64    `json:"quarantineBytes"`
-	Runs            int      `json:"runs"`
-	LastRun         *RunInfo `json:"lastRun,omitempty"`
+	Root            string          `json:"root"`
+	JournalBytes    int64           `json:"journalBytes"`
+	QuarantineBytes int64           `json:"quarantineBytes"`
+	Runs            int             `json:"runs"`
+	LastRun         *ledger.RunInfo `json:"lastRun,omitempty"`
 }
 
 // Tally: status is informational; whatever it finds, it has run cleanly.
@@ -99,7 +99,7 @@ func Status(ctx context.Context, opt StatusOptions) (StatusReport, error) {
 	for _, t := range trees {
 		rep.Trees = append(rep.Trees, statusTree(t.Root))
 		rep.Skipped = append(rep.Skipped, t.Skipped...)
-		last := lastMigrations(t.Root)
+		last := ledger.LastMigrations(t.Root)
 		for _, s := range t.Sessions {
 			if err := ctx.Err(); err != nil {
 				return rep, err
@@ -121,8 +121,8 @@ func statusTree(root string) StatusTree {
 	if fi, err := os.Lstat(ledger.JournalPath(root)); err == nil {
 		st.JournalBytes = fi.Size()
 	}
-	st.QuarantineBytes = dirBytes(filepath.Join(root, ledger.PisessDir, ledger.QuarantineDir))
-	if runs, _, err := journalRuns(root); err == nil && len(runs) > 0 {
+	st.QuarantineBytes = ledger.DirBytes(filepath.Join(root, ledger.PisessDir, ledger.QuarantineDir))
+	if runs, _, err := ledger.JournalRuns(root); err == nil && len(runs) > 0 {
 		st.Runs = len(runs)
 		last := runs[0]
 		for _, r := range runs[1:] {

@@ -1,4 +1,4 @@
-package engine
+package ledger
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"pisess/ledger"
 	"pisess/writers/wire"
 )
 
@@ -42,8 +41,8 @@ type runAcc struct {
 	badTime    bool
 }
 
-// journalRuns reads a tree's journal into runs, oldest first.
-func journalRuns(root string) ([]RunInfo, int, error) {
+// JournalRuns reads a tree's journal into runs, oldest first.
+func JournalRuns(root string) ([]RunInfo, int, error) {
 	accs, order, bad, err := scanRuns(root)
 	if err != nil {
 		return nil, 0, err
@@ -66,7 +65,7 @@ func journalRuns(root string) ([]RunInfo, int, error) {
 			a.info.Start = wire.FormatTimestamp(a.start)
 			a.info.End = wire.FormatTimestamp(a.end)
 		}
-		a.info.QuarantineBytes = dirBytes(ledger.Quarantine(root, id))
+		a.info.QuarantineBytes = DirBytes(Quarantine(root, id))
 		out = append(out, a.info)
 	}
 	return out, bad, nil
@@ -74,13 +73,13 @@ func journalRuns(root string) ([]RunInfo, int, error) {
 
 // scanRuns groups the journal's records by correlation id.
 func scanRuns(root string) (map[string]*runAcc, []string, int, error) {
-	j, err := ledger.OpenJournal(root)
+	j, err := OpenJournal(root)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("journal of %s: %w", root, err)
 	}
 	accs := map[string]*runAcc{}
 	var order []string
-	badLines, err := j.Scan(func(r ledger.Record) error {
+	badLines, err := j.Scan(func(r Record) error {
 		id := r.CorrelationID()
 		a := accs[id]
 		if a == nil {
@@ -109,11 +108,11 @@ func scanRuns(root string) (map[string]*runAcc, []string, int, error) {
 		if n := r.Note; n != nil {
 			at = n.At
 			switch n.Kind {
-			case ledger.NoteUpgraded:
+			case NoteUpgraded:
 				a.info.Upgraded++
-			case ledger.NoteRepair, ledger.NoteQuarantined:
+			case NoteRepair, NoteQuarantined:
 				a.info.Repairs++
-			case ledger.NoteDiscarded:
+			case NoteDiscarded:
 				a.info.Discarded++
 			}
 		}
@@ -148,9 +147,9 @@ func scanRuns(root string) (map[string]*runAcc, []string, int, error) {
 	return accs, order, len(badLines), nil
 }
 
-// dirBytes is the size of the regular files under dir (0 when missing);
+// DirBytes is the size of the regular files under dir (0 when missing);
 // symlinks are not followed.
-func dirBytes(dir string) int64 {
+func DirBytes(dir string) int64 {
 	var n int64
 	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -166,16 +165,16 @@ func dirBytes(dir string) int64 {
 	return n
 }
 
-// lastMigrations maps each session path of a tree to the correlation id
+// LastMigrations maps each session path of a tree to the correlation id
 // of the last run that completed its migration, reading the journal once
-// (ledger.LastMigration per session would read it once per session).
-func lastMigrations(tree string) map[string]string {
+// (LastMigration per session would read it once per session).
+func LastMigrations(tree string) map[string]string {
 	out := map[string]string{}
-	j, err := ledger.OpenJournal(tree)
+	j, err := OpenJournal(tree)
 	if err != nil {
 		return out
 	}
-	_, _ = j.Scan(func(r ledger.Record) error {
+	_, _ = j.Scan(func(r Record) error {
 		if ev := r.Event; ev != nil && ev.Phase == wire.PhaseCompleted && ev.Outcome == wire.OutcomeOK {
 			out[filepath.Clean(ev.SourcePath)] = ev.CorrelationID
 		}

@@ -1,9 +1,12 @@
-package engine
+package ledger
 
 import (
+	"crypto/sha256"
 	"os"
 	"path/filepath"
+	"pisess/writers/wire"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -44,11 +47,12 @@ const FreshCacheName = "fresh.json"
 // it only ever makes pisess skip a session whose files are unchanged).
 const freshCacheMax = 32 << 20
 
-// freshMaxNames bounds the entries of one sidecar the cache follows: a
+// FreshMaxNames bounds the entries of one sidecar the cache follows: a
 // sidecar with more (many segments) is judged every run.
-const freshMaxNames = 64
+const FreshMaxNames = 64
 
-type freshEntry struct {
+// FreshEntry is one session's entry.
+type FreshEntry struct {
 	// Names are the sidecar's entries, relative to it ("" is the sidecar
 	// directory itself), sorted, each ending in a newline: one string,
 	// which nearly every sidecar shares (decoded once per run, split
@@ -76,8 +80,8 @@ type freshEntry struct {
 	Frames bool `json:"frames,omitempty"`
 }
 
-// joinNames is the Names of an entry.
-func joinNames(names []string) string {
+// JoinNames is the Names of an entry.
+func JoinNames(names []string) string {
 	var b strings.Builder
 	for _, n := range names {
 		b.WriteString(n)
@@ -89,13 +93,13 @@ func joinNames(names []string) string {
 // ctimeProbe starts the name of fineCtime's probe file in .pisess/.
 const ctimeProbe = ".ctime-probe-"
 
-// fineCtime reports whether the file system of dir gives a file a new
+// FineCtime reports whether the file system of dir gives a file a new
 // change time at every change made after its times were read, however
 // soon: three times over, a probe file written, its times read and
 // written again must show two change times. A coarse clock (a tick of
 // milliseconds) shows one; Linux's multigrain timestamps (6.13 and later,
-// on ext4, xfs, btrfs and tmpfs) show two. Tests may replace it.
-var fineCtime = func(dir string) (dev uint64, ok bool) {
+// on ext4, xfs, btrfs and tmpfs) show two.
+func FineCtime(dir string) (dev uint64, ok bool) {
 	// A run killed while it probed left its probe: ours, removed.
 	if old, err := filepath.Glob(filepath.Join(dir, ctimeProbe+"*")); err == nil {
 		for _, p := range old {
@@ -126,17 +130,17 @@ var fineCtime = func(dir string) (dev uint64, ok bool) {
 	return dev, true
 }
 
-// layout splits an entry's Names (once per distinct value); ok is false
+// Layout splits an entry's Names (once per distinct value); ok is false
 // for names that are not a sidecar's: too many, or one that could leave
 // it (data in a user's tree, never an address elsewhere).
-func (c *freshCache) layout(joined string) ([]string, bool) {
+func (c *FreshCache) Layout(joined string) ([]string, bool) {
 	c.layoutMu.Lock()
 	defer c.layoutMu.Unlock()
 	if names, ok := c.layouts[joined]; ok {
 		return names, names != nil
 	}
 	names := strings.SplitAfter(joined, "\n")
-	ok := len(names) > 1 && len(names) <= freshMaxNames+1 && names[len(names)-1] == ""
+	ok := len(names) > 1 && len(names) <= FreshMaxNames+1 && names[len(names)-1] == ""
 	if ok {
 		names = names[:len(names)-1]
 		for i, n := range names {
@@ -152,4 +156,34 @@ func (c *freshCache) layout(joined string) ([]string, bool) {
 	}
 	c.layouts[joined] = names
 	return names, ok
+}
+
+// FreshCache is one tree's fresh cache, loaded once per run: its entries
+// and their layouts. Whether an entry still holds is judged by the run
+// (package engine), which reads the files it names.
+type FreshCache struct {
+	stateSet[FreshEntry]
+	// layouts are the Names values met, split (nil: not valid).
+	layoutMu sync.Mutex
+	layouts  map[string][]string
+}
+
+// LoadFreshCache reads the tree's cache. A missing, unreadable or
+// malformed cache is an empty one, and so is every entry that is not one
+// this pisess writes.
+func LoadFreshCache(tree string) *FreshCache {
+	c := &FreshCache{layouts: map[string][]string{}}
+	c.stateSet = loadStateSet(tree, FreshCacheName, freshCacheMax, func(e FreshEntry) bool {
+		if len(e.Digest) != 2*sha256.Size || len(e.Source) != sha256.Size || e.Version <= 0 || !wire.ValidUUID(e.SessionID) {
+			return false // also every entry of an earlier pisess, which had no source digest
+		}
+		_, ok := c.Layout(e.Names)
+		return ok
+	})
+	return c
+}
+
+// Put records e for the session rel.
+func (c *FreshCache) Put(rel string, e FreshEntry) {
+	c.Set(rel, e, func(old, e FreshEntry) bool { return old == e })
 }

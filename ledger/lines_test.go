@@ -1,11 +1,11 @@
-package engine
+package ledger
 
 import (
 	"testing"
 )
 
 func TestLineDigestIgnoresTheNewline(t *testing.T) {
-	if lineDigest([]byte("{torn")) != lineDigest([]byte("{torn\n")) {
+	if LineDigest([]byte("{torn")) != LineDigest([]byte("{torn\n")) {
 		t.Error("a torn line terminated by a later append must keep its digest")
 	}
 }

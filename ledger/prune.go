@@ -1,4 +1,4 @@
-package engine
+package ledger
 
 import (
 	"bufio"
@@ -15,7 +15,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"pisess/ledger"
 	"pisess/writers/durable"
 )
 
@@ -33,9 +32,9 @@ func init() {
 	}
 }
 
-// pruningDir is where prune moves what it is about to delete: a run killed
+// PruningDir is where prune moves what it is about to delete: a run killed
 // midway leaves only this directory, which the next prune removes first.
-const pruningDir = "pruning"
+const PruningDir = "pruning"
 
 // PruneTree is what prune did (or would do) in one tree.
 type PruneTree struct {
@@ -52,12 +51,26 @@ type PruneTree struct {
 	KeptRuns int `json:"keptRuns"`
 }
 
-func pruneTree(ctx context.Context, log zerolog.Logger, opt PruneOptions, root string, cutoff time.Time) (PruneTree, error) {
+// PruneOptions configure Prune.
+type PruneOptions struct {
+	DryRun   bool
+	LockWait time.Duration // for the tree lock another run holds
+	Ops      durable.Ops
+}
+
+// Prune removes from the tree at root the quarantine entries and journal
+// records of the runs whose last record is older than cutoff, under the
+// tree lock (none in a dry run, which only reports): the runs with a
+// record inside the window or without a readable time are kept whole, the
+// journal keeps its other lines byte for byte and is replaced atomically,
+// and quarantine entries no record names go when their own time is older
+// than cutoff. Each removal is logged.
+func Prune(ctx context.Context, log zerolog.Logger, opt PruneOptions, root string, cutoff time.Time) (PruneTree, error) {
 	pt := PruneTree{Root: root, Runs: []string{}, Quarantine: []string{}}
-	pisess := filepath.Join(root, ledger.PisessDir)
-	trash := filepath.Join(pisess, pruningDir)
+	pisess := filepath.Join(root, PisessDir)
+	trash := filepath.Join(pisess, PruningDir)
 	if !opt.DryRun {
-		l, _, err := lockTreeWait(ctx, opt.Ops, root, opt.LockWait)
+		l, _, err := LockTreeWait(ctx, opt.Ops, root, opt.LockWait)
 		if err != nil {
 			return pt, fmt.Errorf("prune %s: %w", root, err)
 		}
@@ -83,7 +96,7 @@ func pruneTree(ctx context.Context, log zerolog.Logger, opt PruneOptions, root s
 	}
 	// The quarantine entries to remove: those of pruned runs, and those no
 	// record names that are themselves older than the window.
-	qdir := filepath.Join(pisess, ledger.QuarantineDir)
+	qdir := filepath.Join(pisess, QuarantineDir)
 	entries, err := os.ReadDir(qdir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return pt, fmt.Errorf("prune %s: %w", root, err)
@@ -101,17 +114,17 @@ func pruneTree(ctx context.Context, log zerolog.Logger, opt PruneOptions, root s
 			}
 		}
 		remove = append(remove, name)
-		pt.Quarantine = append(pt.Quarantine, filepath.Join(ledger.QuarantineDir, name))
-		pt.Bytes += dirBytes(filepath.Join(qdir, name))
+		pt.Quarantine = append(pt.Quarantine, filepath.Join(QuarantineDir, name))
+		pt.Bytes += DirBytes(filepath.Join(qdir, name))
 	}
 	sort.Strings(pt.Quarantine)
 	drop := map[int64]bool{}
 	if len(prunable) > 0 {
-		j, err := ledger.OpenJournal(root)
+		j, err := OpenJournal(root)
 		if err != nil {
 			return pt, err
 		}
-		if _, err := j.Scan(func(r ledger.Record) error {
+		if _, err := j.Scan(func(r Record) error {
 			if prunable[r.CorrelationID()] {
 				drop[r.Line] = true
 			}
@@ -139,7 +152,7 @@ func pruneTree(ctx context.Context, log zerolog.Logger, opt PruneOptions, root s
 			return pt, fmt.Errorf("prune %s: %w", root, err)
 		}
 		durable.Failpoint(fpPruneAfterMove)
-		log.Info().Str("tree", root).Str("entry", filepath.Join(ledger.QuarantineDir, name)).Msg("prune: quarantine entry removed")
+		log.Info().Str("tree", root).Str("entry", filepath.Join(QuarantineDir, name)).Msg("prune: quarantine entry removed")
 	}
 	durable.Failpoint(fpPruneBeforeRewrite)
 	if len(drop) > 0 {
@@ -177,7 +190,7 @@ func removeTrash(trash string) error {
 // in drop (numbered as ledger's Scan numbers them: one per newline), every
 // other line byte for byte, atomically.
 func rewriteJournal(ops durable.Ops, root string, drop map[int64]bool) error {
-	path := ledger.JournalPath(root)
+	path := JournalPath(root)
 	f, err := ops.OpenNoFollow(path, os.O_RDONLY, 0)
 	if err != nil {
 		return fmt.Errorf("rewrite journal: %w", err)
@@ -202,7 +215,7 @@ func rewriteJournal(ops durable.Ops, root string, drop map[int64]bool) error {
 		}
 	}
 	dir := filepath.Dir(path)
-	if err := ops.WriteFileAtomic(dir, dir, ledger.JournalName, out.Bytes(), 0o600); err != nil {
+	if err := ops.WriteFileAtomic(dir, dir, JournalName, out.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("rewrite journal: %w", err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package engine
+package ledger
 
 import (
 	"bufio"
@@ -11,10 +11,10 @@ import (
 	"pisess/writers/durable"
 )
 
-// lineDigest is the digest a journal line is acknowledged by: of its bytes
+// LineDigest is the digest a journal line is acknowledged by: of its bytes
 // without the newline, so that a torn last line is still recognised after
 // the next append has terminated it.
-func lineDigest(line []byte) string {
+func LineDigest(line []byte) string {
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
 	}
@@ -22,9 +22,9 @@ func lineDigest(line []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// readLines returns the wanted 1-based lines of path (each with its
-// newline, when it has one), numbered as ledger.Journal.Scan numbers them.
-func readLines(path string, want map[int64]bool) (map[int64][]byte, error) {
+// ReadLines returns the wanted 1-based lines of path (each with its
+// newline, when it has one), numbered as Journal.Scan numbers them.
+func ReadLines(path string, want map[int64]bool) (map[int64][]byte, error) {
 	f, err := durable.OS.OpenNoFollow(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err

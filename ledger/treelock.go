@@ -1,4 +1,4 @@
-package engine
+package ledger
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"pisess/ledger"
 	"pisess/writers/durable"
 )
 
@@ -18,14 +17,14 @@ import (
 // run interruptible by its context.
 const lockPollInterval = 100 * time.Millisecond
 
-// lockTreeWait is [lockTreeForRepair], trying again for up to wait while
+// LockTreeWait is [LockTreeForRepair], trying again for up to wait while
 // another run holds the lock (--lock-wait): a cron run that overlaps a
 // person's run then goes on after it instead of exiting 32 at once. wait
 // 0 tries once.
-func lockTreeWait(ctx context.Context, ops durable.Ops, tree string, wait time.Duration) (*durable.Lock, string, error) {
+func LockTreeWait(ctx context.Context, ops durable.Ops, tree string, wait time.Duration) (*durable.Lock, string, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		l, stale, err := lockTreeForRepair(ops, tree)
+		l, stale, err := LockTreeForRepair(ops, tree)
 		if err == nil || !errors.Is(err, ErrTreeLocked) || !time.Now().Before(deadline) {
 			return l, stale, err
 		}
@@ -41,7 +40,7 @@ func lockTreeWait(ctx context.Context, ops durable.Ops, tree string, wait time.D
 
 // TreeLockPath returns <tree>/.pisess/lock, the lock that keeps two pisess
 // runs out of one tree.
-func TreeLockPath(tree string) string { return filepath.Join(tree, ledger.PisessDir, "lock") }
+func TreeLockPath(tree string) string { return filepath.Join(tree, PisessDir, "lock") }
 
 // treeLocked wraps a *durable.TreeLockedError so that it maps to exit 32
 // and names the holder.
@@ -49,12 +48,12 @@ func treeLocked(err error) error {
 	return fmt.Errorf("%w: %w", ErrTreeLocked, err)
 }
 
-// checkPisessDir refuses a tree whose .pisess is not a real directory: a
+// CheckPisessDir refuses a tree whose .pisess is not a real directory: a
 // symlink there would carry the journal, the lock and the quarantine out
 // of the tree (pisess never follows one), and anything else is not
 // pisess's. The message says what to do.
-func checkPisessDir(tree string) error {
-	dir := filepath.Join(tree, ledger.PisessDir)
+func CheckPisessDir(tree string) error {
+	dir := filepath.Join(tree, PisessDir)
 	fi, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -72,15 +71,15 @@ func checkPisessDir(tree string) error {
 	return nil
 }
 
-// lockTreeForRepair takes the tree lock the way every changing pisess run
+// LockTreeForRepair takes the tree lock the way every changing pisess run
 // does (durable's TryLockTree, which records this run as the holder),
 // creating .pisess/ when missing. The holder text it found is non-empty
 // only when an earlier run died holding the lock: that is the stale-lock
 // finding, mended by this very takeover (the text is replaced now and
 // cleared at unlock).
-func lockTreeForRepair(ops durable.Ops, tree string) (*durable.Lock, string, error) {
-	dir := filepath.Join(tree, ledger.PisessDir)
-	if err := checkPisessDir(tree); err != nil {
+func LockTreeForRepair(ops durable.Ops, tree string) (*durable.Lock, string, error) {
+	dir := filepath.Join(tree, PisessDir)
+	if err := CheckPisessDir(tree); err != nil {
 		return nil, "", err
 	}
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -106,14 +105,14 @@ func lockTreeForRepair(ops durable.Ops, tree string) (*durable.Lock, string, err
 	return l, prev, nil
 }
 
-// lockTreeForCheck keeps other pisess runs out while a read-only fsck
+// LockTreeForCheck keeps other pisess runs out while a read-only fsck
 // looks, without writing anything: when the lock file exists it is
 // flocked (durable's LockFile, which records no holder, so a stale
 // holder's text stays for the finding and for --repair). A tree without
 // the lock file is read unlocked: a run that starts meanwhile creates it,
 // and a read-only check of a moving tree can only report too much, never
 // change it. stale is the dead holder's text when the lock is stale.
-func lockTreeForCheck(ctx context.Context, ops durable.Ops, tree string) (l *durable.Lock, stale string, err error) {
+func LockTreeForCheck(ctx context.Context, ops durable.Ops, tree string) (l *durable.Lock, stale string, err error) {
 	path := TreeLockPath(tree)
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, "", nil

@@ -1,4 +1,11 @@
-package engine
+package verify
+
+// The metadata digests of the fresh cache (ledger.FreshCache): whether a
+// sidecar and its session file are, file for file, what an earlier
+// judgment saw. Every write to a file moves its change time, and change
+// times cannot be set back; a change in the same tick of a coarse file
+// clock as the metadata was read would not show, hence the racy window
+// (git's racily-clean rule), which the caller chooses.
 
 import (
 	"crypto/sha256"
@@ -17,9 +24,9 @@ import (
 	"pisess/readers/discover"
 )
 
-// sidecarNames lists the sidecar's entries (directories walked, symlinks
-// and special files listed, not followed), sorted; at most freshMaxNames.
-func sidecarNames(sidecar string) ([]string, error) {
+// SidecarNames lists the sidecar's entries (directories walked, symlinks
+// and special files listed, not followed), sorted; at most max.
+func SidecarNames(sidecar string, max int) ([]string, error) {
 	names := []string{""}
 	err := filepath.WalkDir(sidecar, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -28,7 +35,7 @@ func sidecarNames(sidecar string) ([]string, error) {
 		if p == sidecar {
 			return nil
 		}
-		if len(names) == freshMaxNames {
+		if len(names) == max {
 			return errTooManyNames
 		}
 		names = append(names, strings.TrimPrefix(p, sidecar+string(filepath.Separator)))
@@ -43,11 +50,11 @@ func sidecarNames(sidecar string) ([]string, error) {
 
 var errTooManyNames = errors.New("too many entries to cache")
 
-// metaDigest hashes the lstat metadata of each name under the sidecar:
+// MetaDigest hashes the lstat metadata of each name under the sidecar:
 // identity, type and mode, links, owner, size and both times. racy is set
-// when a time is later than racyWindow before now (a zero now skips that
+// when a time is later than window before now (a zero now skips that
 // test). ok is false when a name cannot be lstat'ed.
-func metaDigest(sidecar string, names []string, now time.Time) (digest string, racy, ok bool) {
+func MetaDigest(sidecar string, names []string, now time.Time, window time.Duration) (digest string, racy, ok bool) {
 	// The names are looked up from the sidecar directory (one path walk
 	// instead of one per name: this is most of a no-op run's work).
 	dir, err := unix.Open(sidecar, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -67,7 +74,7 @@ func metaDigest(sidecar string, names []string, now time.Time) (digest string, r
 			return discover.FileKey{}, false
 		}
 		k := keyOfUnixStat(&st)
-		if !now.IsZero() && racyKey(k, now) {
+		if !now.IsZero() && RacyKey(k, now, window) {
 			racy = true
 		}
 		return k, true
@@ -75,19 +82,19 @@ func metaDigest(sidecar string, names []string, now time.Time) (digest string, r
 	return d, racy, ok
 }
 
-// knownDigest is metaDigest from the metadata a verification just read of
+// KnownDigest is MetaDigest from the metadata a verification just read of
 // each name (keys), those of changed (written since) read again.
-func knownDigest(sidecar string, names []string, keys []discover.FileKey, changed []string) (string, bool) {
+func KnownDigest(sidecar string, names []string, keys []discover.FileKey, changed []string) (string, bool) {
 	return digestNames(names, func(i int, n string) (discover.FileKey, bool) {
 		if slices.Contains(changed, n) {
-			return lstatKey(filepath.Join(sidecar, filepath.FromSlash(n)))
+			return LstatKey(filepath.Join(sidecar, filepath.FromSlash(n)))
 		}
 		return keys[i], true
 	})
 }
 
 // digestNames hashes each name with its metadata (key, which may fail:
-// no digest then), the one digest of metaDigest and knownDigest.
+// no digest then), the one digest of MetaDigest and KnownDigest.
 func digestNames(names []string, key func(i int, name string) (discover.FileKey, bool)) (string, bool) {
 	h := sha256.New()
 	buf := make([]byte, 0, 8*11)
@@ -111,14 +118,15 @@ func keyOfUnixStat(st *unix.Stat_t) discover.FileKey {
 		CtimeSec: uint64(st.Ctim.Sec), CtimeNsec: uint64(st.Ctim.Nsec)}
 }
 
-// sourceDigest is the digest of a session file's metadata (freshEntry.Source).
-func sourceDigest(k discover.FileKey) string {
+// SourceDigest is the digest of a session file's metadata
+// (ledger.FreshEntry.Source).
+func SourceDigest(k discover.FileKey) string {
 	sum := sha256.Sum256(k.AppendBinary(make([]byte, 0, 8*11)))
 	return hex.EncodeToString(sum[:16])
 }
 
-// lstatKey is the lstat metadata of path.
-func lstatKey(path string) (discover.FileKey, bool) {
+// LstatKey is the lstat metadata of path.
+func LstatKey(path string) (discover.FileKey, bool) {
 	var st syscall.Stat_t
 	if err := syscall.Lstat(path, &st); err != nil {
 		return discover.FileKey{}, false
@@ -126,10 +134,10 @@ func lstatKey(path string) (discover.FileKey, bool) {
 	return discover.KeyOfStat(&st), true
 }
 
-// racyKey reports whether a time of k is later than racyWindow before now.
-func racyKey(k discover.FileKey, now time.Time) bool {
+// RacyKey reports whether a time of k is later than window before now.
+func RacyKey(k discover.FileKey, now time.Time, window time.Duration) bool {
 	for _, t := range []time.Time{time.Unix(int64(k.MtimeSec), int64(k.MtimeNsec)), time.Unix(int64(k.CtimeSec), int64(k.CtimeNsec))} {
-		if now.Sub(t) < racyWindow {
+		if now.Sub(t) < window {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package engine
+package ledger
 
 import (
 	"crypto/sha256"
@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"pisess/ledger"
-	"pisess/readers/normalize"
 	"pisess/writers/wire"
 )
 
@@ -25,9 +23,9 @@ const RefreshRecordName = "refresh.json"
 // user's tree and is data, trusted only as far as what it says is checked.
 const refreshRecordMax = 32 << 20
 
-// refreshRecord is one session's entry. Nothing in it is a path: it says
+// RefreshRecord is one session's entry. Nothing in it is a path: it says
 // what to expect, and any mismatch means a full rebuild.
-type refreshRecord struct {
+type RefreshRecord struct {
 	SourceBytes  int64  `json:"sourceBytes"`
 	SourceSHA256 string `json:"sourceSha256"`
 	Entries      uint64 `json:"entries"`
@@ -62,7 +60,9 @@ type refreshRecord struct {
 	IndexSHA256State string `json:"indexSha256State,omitempty"`
 }
 
-func (r refreshRecord) sha() ([32]byte, bool) {
+// SHA256 returns the digest of the source bytes the sidecar was built
+// from; ok is false when the record's is malformed.
+func (r RefreshRecord) SHA256() ([32]byte, bool) {
 	var d [32]byte
 	b, err := hex.DecodeString(r.SourceSHA256)
 	if err != nil || len(b) != len(d) || r.SourceSHA256 != strings.ToLower(r.SourceSHA256) {
@@ -72,27 +72,27 @@ func (r refreshRecord) sha() ([32]byte, bool) {
 	return d, true
 }
 
-// prefix returns the record's PrefixHash, nil when it has none or a
-// malformed one, or one whose SHA-256 state does not finish as the
-// record's digest (the prefix is then hashed with SHA-256).
-func (r refreshRecord) prefix() *normalize.PrefixHash {
+// Prefix returns the parts of the record's normalize.PrefixHash (the
+// XXH3 of the source bytes and their SHA-256 state); ok is false when it
+// has none or a malformed one, or one whose SHA-256 state does not finish
+// as the record's digest (the prefix is then hashed with SHA-256).
+func (r RefreshRecord) Prefix() (xxh3 [16]byte, sha256State []byte, ok bool) {
 	x, err := hex.DecodeString(r.SourceXXH3)
 	if err != nil || len(x) != 16 || r.SourceXXH3 != strings.ToLower(r.SourceXXH3) {
-		return nil
+		return xxh3, nil, false
 	}
 	st, n := recordedState(r.SourceSHA256State, r.SourceSHA256)
 	if st == nil || n != uint64(r.SourceBytes) {
-		return nil
+		return xxh3, nil, false
 	}
-	p := &normalize.PrefixHash{SHA256State: st}
-	copy(p.XXH3[:], x)
-	return p
+	copy(xxh3[:], x)
+	return xxh3, st, true
 }
 
-// indexState returns the record's index digest state, nil when it has
+// IndexState returns the record's index digest state, nil when it has
 // none or one that does not finish as the record's index digest (the
 // rows are then hashed).
-func (r refreshRecord) indexState() []byte {
+func (r RefreshRecord) IndexState() []byte {
 	st, _ := recordedState(r.IndexSHA256State, r.IndexSHA256)
 	return st
 }
@@ -116,25 +116,27 @@ func recordedState(state, digest string) ([]byte, uint64) {
 	return st, n
 }
 
-// refreshRecords is one tree's record, loaded once per run and shared by
+// RefreshRecords is one tree's record, loaded once per run and shared by
 // its sessions' workers.
-type refreshRecords struct {
-	stateSet[refreshRecord]
+type RefreshRecords struct {
+	stateSet[RefreshRecord]
 }
 
-func refreshRecordPath(tree string) string {
-	return filepath.Join(tree, ledger.PisessDir, RefreshRecordName)
+// RefreshRecordPath returns <tree>/.pisess/refresh.json.
+func RefreshRecordPath(tree string) string {
+	return filepath.Join(tree, PisessDir, RefreshRecordName)
 }
 
-// loadRefreshRecords reads the tree's record. Missing, unreadable or
+// LoadRefreshRecords reads the tree's record. Missing, unreadable or
 // malformed is empty: the record only saves work.
-func loadRefreshRecords(tree string) *refreshRecords {
-	return &refreshRecords{loadLazyStateSet(tree, RefreshRecordName, refreshRecordMax, func(e refreshRecord) bool {
-		_, ok := e.sha()
+func LoadRefreshRecords(tree string) *RefreshRecords {
+	return &RefreshRecords{loadLazyStateSet(tree, RefreshRecordName, refreshRecordMax, func(e RefreshRecord) bool {
+		_, ok := e.SHA256()
 		return ok && e.SourceBytes > 0
 	})}
 }
 
-func (c *refreshRecords) put(rel string, e refreshRecord) {
-	c.set(rel, e, func(old, e refreshRecord) bool { return old == e })
+// Put records e for the session rel.
+func (c *RefreshRecords) Put(rel string, e RefreshRecord) {
+	c.Set(rel, e, func(old, e RefreshRecord) bool { return old == e })
 }

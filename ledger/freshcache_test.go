@@ -1,4 +1,4 @@
-package engine
+package ledger
 
 import (
 	"os"
@@ -17,7 +17,7 @@ func TestFineCtimeProbe(t *testing.T) {
 	if err := os.WriteFile(left, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dev, fine := fineCtime(dir)
+	dev, fine := FineCtime(dir)
 	var st syscall.Stat_t
 	if err := syscall.Stat(dir, &st); err != nil {
 		t.Fatal(err)
