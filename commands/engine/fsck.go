@@ -11,6 +11,7 @@ import (
 
 	"pisess/ledger"
 	"pisess/readers/discover"
+	"pisess/rollback"
 	"pisess/verify"
 	"pisess/writers/durable"
 )
@@ -152,7 +153,7 @@ type treeRun struct {
 	*fsckRun
 	tree    discover.Tree
 	journal *ledger.Journal
-	q       *ledger.Quarantiner // nil without --repair
+	repairs *rollback.Repairer // nil without --repair
 	// places are the sessions checked at once (opt.Jobs): a session
 	// waiting for a lock pi holds gives its place up meanwhile (aside).
 	places chan struct{}
@@ -201,36 +202,39 @@ func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string)
 	defer j.Close()
 	tr := &treeRun{fsckRun: r, tree: t, journal: j}
 	if r.opt.Repair {
-		if tr.q, err = ledger.NewQuarantiner(r.opt.Ops, t.Root, r.cid, j, r.opt.Clock); err != nil {
+		q, err := ledger.NewQuarantiner(r.opt.Ops, t.Root, r.cid, j, r.opt.Clock)
+		if err != nil {
 			return out, fmt.Errorf("fsck %s: %w", t.Root, err)
 		}
+		tr.repairs = &rollback.Repairer{Ops: r.opt.Ops, Clock: r.opt.Clock, LockTimeout: r.opt.LockTimeout, Log: r.log,
+			Root: t.Root, Journal: j, Q: q, Lock: tr.lock, Rebuild: tr.rebuild}
 	}
 
 	if stale != "" {
-		f := staleLockFinding(t.Root, stale)
-		if tr.q != nil {
+		f := verify.StaleLockFinding(t.Root, stale)
+		if tr.repairs != nil {
 			// Taking the lock over was the repair; record it.
 			f.Repaired = true
-			if err := tr.q.Note(ledger.Note{Kind: ledger.NoteRepair, Path: f.Path,
+			if err := tr.repairs.Q.Note(ledger.Note{Kind: ledger.NoteRepair, Path: f.Path,
 				Detail: "stale tree lock taken over and cleared; its holder was: " + stale}); err != nil {
 				f.Repaired, f.RepairError = false, err.Error()
 			}
 		}
 		out.Findings = append(out.Findings, f)
 	}
-	jf, err := journalFindings(j)
+	jf, err := verify.JournalFindings(j)
 	if err != nil {
 		return out, fmt.Errorf("fsck %s: %w", t.Root, err)
 	}
 	out.Findings = append(out.Findings, jf...)
-	out.Findings = append(out.Findings, orphanFindings(t)...)
+	out.Findings = append(out.Findings, verify.OrphanFindings(t)...)
 
 	out.Sessions = tr.sessions(ctx)
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
-	if tr.q != nil {
-		tr.repairTree(out.Findings)
+	if tr.repairs != nil {
+		tr.repairs.Tree(out.Findings)
 	}
 	return out, nil
 }
@@ -276,14 +280,49 @@ func (tr *treeRun) lock(ctx context.Context, path string) (*durable.Lock, error)
 // session checks one session and, with --repair, repairs and re-checks it.
 func (tr *treeRun) session(ctx context.Context, s discover.Session) FsckSession {
 	out := FsckSession{Path: s.Path, Format: string(s.Format), Version: s.Version}
-	class, findings := tr.check(ctx, s)
+	class, findings := verify.CheckSession(ctx, tr.opt.Ops, s)
 	out.Class, out.Findings = class, findings
-	if tr.q == nil || !hasProblems(findings) {
+	if tr.repairs == nil || !verify.HasProblems(findings) {
 		return out
 	}
-	tr.repair(ctx, s, &out)
+	tr.repairs.Session(ctx, s, &out)
 	return out
 }
+
+// The parts of an fsck report are verify's findings (fsck's checks live
+// there, its repairs in rollback); these are the names package commands
+// renders them by.
+type (
+	FsckFinding  = verify.FsckFinding
+	FsckSession  = verify.FsckSession
+	FsckTree     = verify.FsckTree
+	RepairAction = verify.RepairAction
+)
+
+// Repair actions and tree codes (verify's).
+const (
+	ActionNone              = verify.ActionNone
+	ActionCutTail           = verify.ActionCutTail
+	ActionRebuildIndex      = verify.ActionRebuildIndex
+	ActionRecomputeManifest = verify.ActionRecomputeManifest
+	ActionChmod             = verify.ActionChmod
+	ActionChown             = verify.ActionChown
+	ActionFinishRollback    = verify.ActionFinishRollback
+	ActionQuarantine        = verify.ActionQuarantine
+	ActionRestoreBackup     = verify.ActionRestoreBackup
+	ActionRebuild           = verify.ActionRebuild
+	ActionRefresh           = verify.ActionRefresh
+	ActionClearLock         = verify.ActionClearLock
+	ActionAcknowledge       = verify.ActionAcknowledge
+
+	CodeTreeStaging   = verify.CodeTreeStaging
+	CodeTreeBackup    = verify.CodeTreeBackup
+	CodeTreeOrphan    = verify.CodeTreeOrphan
+	CodeTreeStaleLock = verify.CodeTreeStaleLock
+	CodeTreeJournal   = verify.CodeTreeJournal
+	CodeTreeUnknown   = verify.CodeTreeUnknown
+	CodeUnchecked     = verify.CodeUnchecked
+)
 
 // FsckReport is what Fsck found and, with Repair, did.
 type FsckReport struct {
@@ -331,4 +370,14 @@ func (r *FsckReport) total() {
 		}
 	}
 	r.Totals = t
+}
+
+// FsckTotals sums a report.
+type FsckTotals struct {
+	Sessions int                  `json:"sessions"`
+	Classes  map[verify.Class]int `json:"classes"`
+	Problems int                  `json:"problems"`
+	Repaired int                  `json:"repaired"`
+	Left     int                  `json:"left"`
+	Notices  int                  `json:"notices"`
 }

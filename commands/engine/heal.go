@@ -8,6 +8,7 @@ import (
 
 	"pisess/ledger"
 	"pisess/readers/discover"
+	"pisess/rollback"
 )
 
 // HealReport is what a migrate run did about the leftovers of an
@@ -38,7 +39,7 @@ func heal(ctx context.Context, log zerolog.Logger, opt MigrateOptions, t discove
 		return nil, err
 	}
 	defer j.Close()
-	sel, ok := needsHeal(t, j, stale != "")
+	sel, ok := rollback.NeedsHeal(t, j, stale != "")
 	if !ok {
 		return nil, nil
 	}

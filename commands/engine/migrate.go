@@ -17,6 +17,7 @@ import (
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
+	"pisess/rollback"
 	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
@@ -468,9 +469,9 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	env := Env{Clock: opt.Clock, Ops: ops, MaxSegmentBytes: opt.MaxSegmentBytes,
 		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: log,
 		InPlace: !opt.KeepDisplaced && !opt.CopyRefresh, onOpened: opt.seams.openedHook()}
-	var dq *discarder
+	var dq *rollback.Discarder
 	if !opt.DryRun && !opt.KeepDisplaced {
-		dq = newDiscarder(opt.CorrelationID, func() string { return wire.FormatTimestamp(env.now()) })
+		dq = rollback.NewDiscarder(opt.CorrelationID, func() string { return wire.FormatTimestamp(env.now()) })
 	}
 	// What a session's end reports waits for the plan's report (OnPlan
 	// first, as a progress bar or a JSON progress stream needs it).
@@ -483,7 +484,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	reported := false
 	report := func(i int, res SessionResult) {
 		if dq != nil {
-			if err := dq.offer(i, jobs[i], res); err != nil {
+			if err := dq.Offer(i, displacedOf(jobs[i], res)); err != nil {
 				log.Warn().Err(err).Str("session", res.Path).Msg("displaced sidecar kept")
 			}
 		}
@@ -522,9 +523,9 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		report(i, res)
 	})
 	<-planReported
-	var discarded discardResults
+	var discarded rollback.DiscardResults
 	if dq != nil {
-		discarded = dq.wait()
+		discarded = dq.Wait()
 	}
 	rep.Totals = totals(rep.Sessions)
 	for root, j := range journals {
@@ -541,7 +542,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 				recordRefusal(jb.cache, jb, rep.Sessions[i])
 			}
 		}
-		done, kept := discarded.done, discarded.kept
+		done, kept := discarded.Done, discarded.Kept
 		for i, err := range kept {
 			log.Warn().Err(err).Str("session", jobs[i].session.Path).Msg("displaced sidecar kept")
 		}
@@ -550,12 +551,12 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		// and sync them again.
 		emptied := map[string]string{}
 		for _, d := range done {
-			rep.Sessions[d.job].Displaced = ""
-			rep.Sessions[d.job].Notes = append(rep.Sessions[d.job].Notes, discardedNote)
-			emptied[filepath.Dir(d.q)] = ledger.Quarantine(jobs[d.job].session.Tree, opt.CorrelationID)
+			rep.Sessions[d.Job].Displaced = ""
+			rep.Sessions[d.Job].Notes = append(rep.Sessions[d.Job].Notes, rollback.DiscardedNote)
+			emptied[filepath.Dir(d.Path)] = ledger.Quarantine(jobs[d.Job].session.Tree, opt.CorrelationID)
 		}
 		for dir, stop := range emptied {
-			removeEmptyParents(dir, stop)
+			rollback.RemoveEmptyParents(dir, stop)
 		}
 		syncKeptDisplaced(env.Ops, rep.Sessions, log)
 		durable.Failpoint(fpAfterDiscards)
@@ -932,6 +933,13 @@ func totals(list []SessionResult) MigrateTotals {
 		}
 	}
 	return t
+}
+
+// displacedOf is what rollback.Discarder judges a finished session by.
+func displacedOf(jb job, res SessionResult) rollback.Displaced {
+	return rollback.Displaced{Journal: jb.journal, Tree: jb.session.Tree, Rel: jb.session.Rel, Session: jb.session.Path,
+		Sidecar: res.Sidecar, Class: jb.plan.class, Installed: res.Outcome == OutcomeDone, Path: res.Displaced,
+		Incremental: res.Incremental, Prior: jb.prior, HasPrior: jb.hasPrior}
 }
 
 // syncKeptDisplaced makes the moves of the displaced sidecars the run

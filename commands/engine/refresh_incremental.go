@@ -31,7 +31,7 @@ func (x *session) remember(fp wire.SourceFingerprint, st writers.StageResult) {
 	if x.env.Refresh == nil || x.s.Rel == "" || x.s.Format != readers.FormatJSONLv3 {
 		return
 	}
-	dev, ino, ok := manifestIdentity(x.sidecar)
+	dev, ino, ok := store.ManifestIdentity(x.sidecar)
 	if !ok || st.IndexSHA256 == "" || st.ManifestSHA256 == "" {
 		return
 	}
@@ -146,7 +146,7 @@ func (x *session) appendRecord(res SessionResult) (ledger.RefreshRecord, [32]byt
 		return ledger.RefreshRecord{}, [32]byte{}, false
 	}
 	sum, ok := rec.SHA256()
-	if dev, ino, idok := manifestIdentity(x.sidecar); !ok || !idok || dev != rec.ManifestDev || ino != rec.ManifestIno {
+	if dev, ino, idok := store.ManifestIdentity(x.sidecar); !ok || !idok || dev != rec.ManifestDev || ino != rec.ManifestIno {
 		return ledger.RefreshRecord{}, [32]byte{}, false
 	}
 	return rec, sum, true

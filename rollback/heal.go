@@ -1,25 +1,24 @@
-package engine
+package rollback
 
 import (
 	"path/filepath"
 
 	"pisess/ledger"
 	"pisess/readers/discover"
-	"pisess/rollback"
 	"pisess/writers/wire"
 )
 
-// needsHeal returns the part of tree t an interrupted pisess run left:
+// NeedsHeal returns the part of tree t an interrupted pisess run left:
 // sessions with <stem>.v2.staging.* or .v2.backup.* siblings, and staging
 // or backup directories whose session is gone (an orphaned sidecar may be
 // a user's and is left for fsck). The reference uses the same names for
 // its own staging and backups, so unless this run took over the tree lock
 // of a pisess run that died (stale: then everything there is that run's),
 // only what is recognisably pisess's is taken: a backup named after a run
-// this tree's journal knows (rollback.BackupPath), a staging store whose
+// this tree's journal knows (BackupPath), a staging store whose
 // own ledger holds a phase only pisess writes, for such a run. ok is
 // false when there is nothing of the kind.
-func needsHeal(t discover.Tree, j *ledger.Journal, stale bool) (discover.Tree, bool) {
+func NeedsHeal(t discover.Tree, j *ledger.Journal, stale bool) (discover.Tree, bool) {
 	var known map[string]bool
 	ours := func(dir, sidecar string, backup bool) bool {
 		if stale {
@@ -35,7 +34,7 @@ func needsHeal(t discover.Tree, j *ledger.Journal, stale bool) (discover.Tree, b
 		}
 		if backup {
 			for id := range known {
-				if rollback.BackupPath(sidecar, id) == filepath.Clean(dir) {
+				if BackupPath(sidecar, id) == filepath.Clean(dir) {
 					return true
 				}
 			}

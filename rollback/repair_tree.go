@@ -1,14 +1,15 @@
-package engine
+package rollback
 
 import (
 	"fmt"
 
 	"pisess/ledger"
+	"pisess/verify"
 )
 
 // acknowledgeJournalLine copies the line to the quarantine and appends the
 // repair note that acknowledges it.
-func acknowledgeJournalLine(q *ledger.Quarantiner, f FsckFinding) error {
+func acknowledgeJournalLine(q *ledger.Quarantiner, f verify.FsckFinding) error {
 	lines, err := ledger.ReadLines(f.Path, map[int64]bool{f.Line: true})
 	if err != nil {
 		return err
@@ -27,9 +28,9 @@ func acknowledgeJournalLine(q *ledger.Quarantiner, f FsckFinding) error {
 	})
 }
 
-// repairTree mends the tree's own findings: the journal lines and the
+// Tree mends the tree's own findings: the journal lines and the
 // orphaned directories (the stale lock was mended by taking it).
-func (tr *treeRun) repairTree(fs []FsckFinding) {
+func (r *Repairer) Tree(fs []verify.FsckFinding) {
 	for i := range fs {
 		f := &fs[i]
 		if f.Repaired || f.Notice {
@@ -37,22 +38,22 @@ func (tr *treeRun) repairTree(fs []FsckFinding) {
 		}
 		var err error
 		switch f.Action {
-		case ActionAcknowledge:
-			err = acknowledgeJournalLine(tr.q, *f)
-		case ActionQuarantine:
-			_, err = tr.q.Move(tr.tree.Root, f.Path, "orphan", f.Detail)
+		case verify.ActionAcknowledge:
+			err = acknowledgeJournalLine(r.Q, *f)
+		case verify.ActionQuarantine:
+			_, err = r.Q.Move(r.Root, f.Path, "orphan", f.Detail)
 		default:
 			continue
 		}
 		if err != nil {
 			f.RepairError = err.Error()
-			tr.log.Warn().Err(err).Str("path", f.Path).Str("code", f.Code).Msg("repair failed")
+			r.Log.Warn().Err(err).Str("path", f.Path).Str("code", f.Code).Msg("repair failed")
 			continue
 		}
 		f.Repaired = true
 	}
 	// Re-check the journal: only lines that are still unacknowledged stay.
-	left, err := journalFindings(tr.journal)
+	left, err := verify.JournalFindings(r.Journal)
 	if err != nil {
 		return
 	}
@@ -61,7 +62,7 @@ func (tr *treeRun) repairTree(fs []FsckFinding) {
 		still[f.Line] = true
 	}
 	for i := range fs {
-		if fs[i].Code == CodeTreeJournal && still[fs[i].Line] {
+		if fs[i].Code == verify.CodeTreeJournal && still[fs[i].Line] {
 			fs[i].Repaired = false
 		}
 	}

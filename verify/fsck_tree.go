@@ -1,4 +1,4 @@
-package engine
+package verify
 
 import (
 	"fmt"
@@ -8,21 +8,27 @@ import (
 	"pisess/readers/discover"
 )
 
-func staleLockFinding(tree, holder string) FsckFinding {
+// fsck's findings about a tree as a whole: a stale tree lock, journal lines
+// that do not parse (or name a path through a symlink) and that no repair
+// note acknowledges, and directories whose session file is gone.
+
+// StaleLockFinding is the finding of a tree lock whose holder died
+// holding it.
+func StaleLockFinding(tree, holder string) FsckFinding {
 	return FsckFinding{
 		Code:   CodeTreeStaleLock,
-		Path:   TreeLockPath(tree),
+		Path:   ledger.TreeLockPath(tree),
 		Detail: "the tree lock names a holder that died holding it (" + holder + ")",
 		Action: ActionClearLock,
 		Repair: repairClearLock,
 	}
 }
 
-// journalFindings reports every journal line that does not parse and has
+// JournalFindings reports every journal line that does not parse and has
 // not been acknowledged by an earlier fsck --repair (a repair note naming
 // the journal and the line's digest). The journal is append-only evidence:
 // fsck never rewrites it.
-func journalFindings(j *ledger.Journal) ([]FsckFinding, error) {
+func JournalFindings(j *ledger.Journal) ([]FsckFinding, error) {
 	acked := map[string]bool{}
 	var linked []ledger.BadLine
 	bad, err := j.Scan(func(r ledger.Record) error {
@@ -72,9 +78,9 @@ func journalFindings(j *ledger.Journal) ([]FsckFinding, error) {
 	return out, nil
 }
 
-// orphanFindings reports staging, backup and sidecar directories whose
+// OrphanFindings reports staging, backup and sidecar directories whose
 // session file is gone: pi can never use them, nothing will clear them.
-func orphanFindings(t discover.Tree) []FsckFinding {
+func OrphanFindings(t discover.Tree) []FsckFinding {
 	var out []FsckFinding
 	for _, l := range t.Leftovers {
 		out = append(out, FsckFinding{
