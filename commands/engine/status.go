@@ -169,7 +169,7 @@ func statusOf(s discover.Session) StatusEntry {
 		e.Entries, e.HasEntries = st.Entries, true
 	}
 	if s.Format == readers.FormatJSONLv3 && (s.Size <= statusScanLimit || !e.HasEntries) && s.Size <= statusScanMax {
-		name, lines, err := scanJSONL(s.Path)
+		name, lines, err := verify.ScanJSONL(s.Path)
 		if err == nil {
 			e.Name = name
 			if !e.HasEntries {
@@ -207,3 +207,12 @@ func ClassOrder(totals map[verify.Class]int) []verify.Class {
 	sort.Slice(rest, func(i, j int) bool { return rest[i] < rest[j] })
 	return append(out, rest...)
 }
+
+// Status stays fast whatever a session's size (issue 14): the source is
+// scanned for its name (and, without a sidecar, its entry count) only up
+// to these sizes; above them the entry count comes from the sidecar's
+// manifest and the name is not shown (the JSON has it as null).
+const (
+	statusScanLimit = 16 << 20  // with a sidecar: name only
+	statusScanMax   = 256 << 20 // without one: the entry count too
+)

@@ -1,4 +1,4 @@
-package engine
+package verify
 
 import (
 	"bufio"
@@ -12,19 +12,10 @@ import (
 	"pisess/writers/wire"
 )
 
-// Status stays fast whatever a session's size (issue 14): the source is
-// scanned for its name (and, without a sidecar, its entry count) only up
-// to these sizes; above them the entry count comes from the sidecar's
-// manifest and the name is not shown (the JSON has it as null).
-const (
-	statusScanLimit = 16 << 20  // with a sidecar: name only
-	statusScanMax   = 256 << 20 // without one: the entry count too
-)
-
-// scanJSONL passes once over a JSONL session: the name of its last
+// ScanJSONL passes once over a JSONL session: the name of its last
 // session_info entry (parsing only lines that mention session_info) and
 // the number of entry lines (lines after the header that are not blank).
-func scanJSONL(path string) (*string, uint64, error) {
+func ScanJSONL(path string) (*string, uint64, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, 0, err
