@@ -3,12 +3,12 @@ package engine
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"pisess/commands/tune"
 	"pisess/ledger"
 	"pisess/readers/discover"
 	"pisess/rollback"
@@ -28,7 +28,7 @@ type FsckOptions struct {
 	// without it Fsck writes nothing at all.
 	Repair bool
 	// Jobs is how many sessions are checked (and repaired) at once; 0
-	// means the number of CPUs.
+	// means the number of CPUs the process may use (tune.CPUs).
 	Jobs int
 	// CorrelationID is the run's id for --repair (journal notes, the
 	// quarantine directory); "" generates one.
@@ -92,7 +92,7 @@ func Fsck(ctx context.Context, opt FsckOptions) (FsckReport, error) {
 	}
 	r := &fsckRun{opt: opt, log: zerolog.Ctx(ctx)}
 	if r.opt.Jobs <= 0 {
-		r.opt.Jobs = runtime.NumCPU()
+		r.opt.Jobs = tune.CPUs()
 	}
 	if r.opt.LockTimeout <= 0 {
 		r.opt.LockTimeout = DefaultLockTimeout

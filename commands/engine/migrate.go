@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"pisess/commands/tune"
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
@@ -149,7 +150,7 @@ func (r MigrateReport) Tally() Tally {
 type MigrateOptions struct {
 	Paths           []string // session files or trees; none: the default tree
 	DryRun          bool
-	Jobs            int // parallel sessions; 0: number of CPUs
+	Jobs            int // parallel sessions; 0: the CPUs the process may use (tune.CPUs)
 	CorrelationID   string
 	Force           bool
 	Strict          bool // refused sessions are problems (exit 4)
@@ -332,8 +333,8 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	}
 	log := zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger()
 	rep := MigrateReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Strict: opt.Strict}
-	enterRun() // one P more while the work is system calls (procs.go)
-	defer exitRun()
+	tune.EnterRun() // one P more while the work is system calls (commands/tune)
+	defer tune.ExitRun()
 	// Each tree's caches are read on goroutines of their own from when the
 	// walk meets the tree, while it is listed; the walk then takes from
 	// the fresh cache the headers of the session files unchanged since a
@@ -737,7 +738,7 @@ func planAll(sessions []discover.Session, plan func(discover.Session) job) []job
 // 0.71 → 0.52 s, and 0.25 s less CPU, in alternating runs; a run with
 // nothing to do keeps every planner).
 func planInto(jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func(i int)) {
-	workers := min(max(runtime.NumCPU(), 2), len(jobs))
+	workers := min(max(tune.CPUs(), 2), len(jobs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -797,7 +798,7 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 	type started struct {
 		i       int
 		reading chan struct{} // the reading place taken for it
-		heavy   bool          // its reading and staging are work for the CPUs (procs.go)
+		heavy   bool          // its reading and staging are work for the CPUs (tune.HeavyStart)
 	}
 	next := make(chan started)
 	reading, light, staging := make(chan struct{}, n), make(chan struct{}, n), make(chan struct{}, n)
@@ -816,11 +817,11 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 				e := env
 				e.Journal, e.Refresh, e.Fresh, e.slot = jobs[i].journal, jobs[i].refresh, jobs[i].fresh, slot
 				if st.heavy {
-					heavyStart()
+					tune.HeavyStart()
 				}
 				results[i] = runSession(ctx, e, jobs[i].session, jobs[i].plan, correlationID)
 				if st.heavy {
-					heavyEnd()
+					tune.HeavyEnd()
 				}
 				slot.release()
 				if finished != nil {
@@ -872,7 +873,7 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 			close(busy)
 			busy = nil
 		}
-		next <- started{i, place, jobs[i].session.Size >= heavySessionBytes && !small}
+		next <- started{i, place, jobs[i].session.Size >= tune.HeavySessionBytes && !small}
 	}
 	close(next)
 	wg.Wait()

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/google/uuid"
 
+	"pisess/commands/tune"
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
@@ -25,7 +25,9 @@ import (
 	"pisess/writers/wire"
 )
 
-func defaultJobs() int { return runtime.NumCPU() }
+// defaultJobs is --jobs when not given: the CPUs the process may use
+// (tune.CPUs: a container's CPU quota, not the host's CPUs).
+func defaultJobs() int { return tune.CPUs() }
 
 // plan is what migrate intends for one session, and why.
 type plan struct {
