@@ -7,6 +7,7 @@ import (
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
+	"pisess/verify"
 )
 
 // A run reads each tree's state files (ledger: the refusal cache, the
@@ -36,14 +37,14 @@ func (l *loading[T]) get() T {
 // treeCaches are a tree's state files, being read.
 type treeCaches struct {
 	refusals *loading[*ledger.RefusalCache]
-	fresh    *loading[*freshCache]
+	fresh    *loading[*verify.FreshCache]
 	records  *loading[*ledger.RefreshRecords]
 }
 
-func loadTreeCaches(root string, j freshJudges) *treeCaches {
+func loadTreeCaches(root string, j verify.FreshJudges) *treeCaches {
 	return &treeCaches{
 		refusals: startLoading(func() *ledger.RefusalCache { return ledger.LoadRefusalCache(root) }),
-		fresh:    startLoading(func() *freshCache { return loadFreshCache(root, j) }),
+		fresh:    startLoading(func() *verify.FreshCache { return verify.LoadFreshCache(root, j) }),
 		records:  startLoading(func() *ledger.RefreshRecords { return ledger.LoadRefreshRecords(root) }),
 	}
 }

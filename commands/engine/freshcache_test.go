@@ -21,14 +21,14 @@ import (
 // withRacyWindow sets the racy window of the runs given sm: short enough
 // that a test need not wait seconds, long enough to cover the file clock's
 // tick.
-func withRacyWindow(sm *seams, d time.Duration) { sm.judges.racyWindow = d }
+func withRacyWindow(sm *seams, d time.Duration) { sm.judges.RacyWindow = d }
 
 // countStatus counts the sidecars judged by verify.StatusFast in the runs
 // given sm.
 func countStatus(sm *seams) *atomic.Int64 {
 	var n atomic.Int64
-	old := sm.freshJudges().statusFast
-	sm.judges.statusFast = func(p string) (verify.StatusReport, error) {
+	old := sm.freshJudges().StatusFast
+	sm.judges.StatusFast = func(p string) (verify.StatusReport, error) {
 		n.Add(1)
 		return old(p)
 	}
@@ -38,8 +38,8 @@ func countStatus(sm *seams) *atomic.Int64 {
 // withFineCtime makes the tree's file system pass, or fail, fineCtime's
 // probe in the runs given sm.
 func withFineCtime(sm *seams, fine bool) {
-	old := sm.freshJudges().fineCtime
-	sm.judges.fineCtime = func(dir string) (uint64, bool) {
+	old := sm.freshJudges().FineCtime
+	sm.judges.FineCtime = func(dir string) (uint64, bool) {
 		dev, ok := old(dir)
 		return dev, ok && fine
 	}
@@ -293,8 +293,8 @@ func TestFreshCacheChangedAfterJudgment(t *testing.T) {
 	sm := &seams{}
 	root, paths, refresh := freshTree(t, sm)
 	sidecar := discover.SidecarPath(paths[0])
-	old := sm.freshJudges().statusFast
-	sm.judges.statusFast = func(p string) (verify.StatusReport, error) {
+	old := sm.freshJudges().StatusFast
+	sm.judges.StatusFast = func(p string) (verify.StatusReport, error) {
 		st, err := old(p)
 		if p == paths[0] {
 			// Same mode, new change time: nothing the status would see.
@@ -426,7 +426,7 @@ func TestFreshCacheHeaders(t *testing.T) {
 	sm := &seams{}
 	root, paths, refresh := freshTree(t, sm)
 	refresh()
-	c := loadFreshCache(root, sm.freshJudges())
+	c := verify.LoadFreshCache(root, sm.freshJudges())
 	rel := mustRel(t, root, paths[0])
 	e, ok := c.Get(rel)
 	if !ok || e.Version != 3 || len(e.Source) != 32 {
@@ -450,7 +450,7 @@ func TestFreshCacheHeaders(t *testing.T) {
 	if err := c.Save(durable.OS, nil); err != nil {
 		t.Fatal(err)
 	}
-	trees, err := walkRootsWith([]string{root}, discover.Options{Headers: func(r string) discover.Headers { return loadFreshCache(r, sm.freshJudges()) }})
+	trees, err := walkRootsWith([]string{root}, discover.Options{Headers: func(r string) discover.Headers { return verify.LoadFreshCache(r, sm.freshJudges()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +460,7 @@ func TestFreshCacheHeaders(t *testing.T) {
 		}
 	}
 	migAppend(t, paths[0], migEntryLine(migEntryID(0x200), "", "pi wrote"))
-	trees, err = walkRootsWith([]string{root}, discover.Options{Headers: func(r string) discover.Headers { return loadFreshCache(r, sm.freshJudges()) }})
+	trees, err = walkRootsWith([]string{root}, discover.Options{Headers: func(r string) discover.Headers { return verify.LoadFreshCache(r, sm.freshJudges()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,8 +512,8 @@ func TestFreshCacheVouched(t *testing.T) {
 		migAppend(t, p, migEntryLine(migEntryID(0x300), "", "more"))
 	}
 	var vouched atomic.Int64
-	old := sm.freshJudges().statusVouched
-	sm.judges.statusVouched = func(p string, v verify.Vouched) (verify.StatusReport, bool) {
+	old := sm.freshJudges().StatusVouched
+	sm.judges.StatusVouched = func(p string, v verify.Vouched) (verify.StatusReport, bool) {
 		vouched.Add(1)
 		return old(p, v)
 	}
@@ -548,15 +548,15 @@ func TestFreshCacheFramesVouched(t *testing.T) {
 	refresh()
 	busy := discover.Session{Path: paths[2], Rel: mustRel(t, root, paths[2]), Sidecar: discover.SidecarPath(paths[2])}
 	a := discover.Session{Path: paths[0], Rel: mustRel(t, root, paths[0]), Sidecar: discover.SidecarPath(paths[0])}
-	c := loadFreshCache(root, sm.freshJudges())
-	names, ok := c.framesVouched(busy)
+	c := verify.LoadFreshCache(root, sm.freshJudges())
+	names, ok := c.FramesVouched(busy)
 	if !ok {
 		t.Fatal("the sidecar the run wrote is not vouched for")
 	}
 	if listed, err := verify.SidecarNames(busy.Sidecar, ledger.FreshMaxNames); err != nil || !slices.Equal(names, listed) {
 		t.Fatalf("vouched names %q, the sidecar holds %q (%v)", names, listed, err)
 	}
-	if _, ok := c.framesVouched(a); ok {
+	if _, ok := c.FramesVouched(a); ok {
 		t.Fatal("a sidecar only a status judged is vouched for frame for frame")
 	}
 	rep := refresh() // continued in place without reading its frames
@@ -565,13 +565,13 @@ func TestFreshCacheFramesVouched(t *testing.T) {
 	}
 	// Continued with its vouched names (neither the base nor the result
 	// walked): the names vouched for are still the sidecar's listing.
-	if names, ok := loadFreshCache(root, sm.freshJudges()).framesVouched(busy); !ok {
+	if names, ok := verify.LoadFreshCache(root, sm.freshJudges()).FramesVouched(busy); !ok {
 		t.Fatal("the sidecar continued again is not vouched for")
 	} else if listed, err := verify.SidecarNames(busy.Sidecar, ledger.FreshMaxNames); err != nil || !slices.Equal(names, listed) {
 		t.Fatalf("vouched names %q after a vouched refresh, the sidecar holds %q (%v)", names, listed, err)
 	}
 	fixtures.FlipByte(t, store.SegmentPath(busy.Sidecar, 1), 50)
-	if _, ok := loadFreshCache(root, sm.freshJudges()).framesVouched(busy); ok {
+	if _, ok := verify.LoadFreshCache(root, sm.freshJudges()).FramesVouched(busy); ok {
 		t.Fatal("vouched for after a frame was damaged")
 	}
 	rep = refresh()
@@ -606,7 +606,7 @@ func TestFreshCacheAfterMigrate(t *testing.T) {
 		if want := map[bool]int64{true: 0, false: 2}[fine]; n.Load() != want {
 			t.Fatalf("fine change times %v: the run after the migration judged %d sidecars, want %d", fine, n.Load(), want)
 		}
-		if _, ok := loadFreshCache(root, sm.freshJudges()).framesVouched(discover.Session{Path: paths[0], Rel: mustRel(t, root, paths[0]), Sidecar: discover.SidecarPath(paths[0])}); fine && !ok {
+		if _, ok := verify.LoadFreshCache(root, sm.freshJudges()).FramesVouched(discover.Session{Path: paths[0], Rel: mustRel(t, root, paths[0]), Sidecar: discover.SidecarPath(paths[0])}); fine && !ok {
 			t.Fatal("an installed sidecar is not vouched for frame for frame")
 		}
 	}

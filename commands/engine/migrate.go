@@ -19,6 +19,7 @@ import (
 	"pisess/readers"
 	"pisess/readers/discover"
 	"pisess/rollback"
+	"pisess/verify"
 	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
@@ -196,7 +197,7 @@ type Env struct {
 	Refresh *ledger.RefreshRecords
 	// Fresh is the session's tree's fresh cache (nil: a sidecar written is
 	// judged by a status next run).
-	Fresh *freshCache
+	Fresh *verify.FreshCache
 	// InPlace lets an incremental refresh continue the sidecar where it
 	// lies (refreshInPlace) instead of through a staging copy.
 	InPlace bool
@@ -374,7 +375,7 @@ type migrateRun struct {
 	opt    MigrateOptions
 	log    zerolog.Logger
 	rep    MigrateReport
-	judges freshJudges
+	judges verify.FreshJudges
 	// cachesOf are the trees' state files, read from when the walk meets
 	// each tree.
 	cachesOf map[string]*treeCaches
@@ -389,7 +390,7 @@ type migrateRun struct {
 	ready []chan struct{}
 	// The trees' state files the run uses, to save at its end.
 	refusals []*ledger.RefusalCache
-	fresh    []*freshCache
+	fresh    []*verify.FreshCache
 	records  []*ledger.RefreshRecords
 	// env is what the run gives each session's pipeline.
 	env Env
@@ -475,7 +476,7 @@ func (r *migrateRun) makeJobs(trees []discover.Tree) error {
 			r.journals[t.Root] = j
 		}
 		var cache *ledger.RefusalCache
-		var fc *freshCache
+		var fc *verify.FreshCache
 		tc := r.cachesOf[t.Root]
 		if tc == nil && t.SymlinkAncestor == "" {
 			tc = loadTreeCaches(t.Root, r.judges) // the walk meets every tree: not reached
@@ -698,7 +699,7 @@ func (r *migrateRun) saveCaches() {
 			// tree pi uses, the next refresh).
 			continue
 		}
-		c.settle()
+		c.Settle()
 		if err := c.Save(r.opt.Ops, r.listed[c.Tree()]); err != nil {
 			r.log.Warn().Err(err).Str("tree", c.Tree()).Msg("fresh cache not saved")
 		}
@@ -804,7 +805,7 @@ type job struct {
 	refresh *ledger.RefreshRecords
 	// fresh is the tree's fresh cache: it stands in for statuses in the
 	// planning, and is told of the sidecars the run writes.
-	fresh *freshCache
+	fresh *verify.FreshCache
 	// prior is the session's refresh record as the run found it (valid
 	// when hasPrior).
 	prior    ledger.RefreshRecord

@@ -46,7 +46,7 @@ const sqliteNote = "pi's resume reads sidecars of JSONL sessions only: this side
 // planSession decides a session's action from discovery and the
 // sidecar's fast status (manifest, index size, source state; no frames),
 // or the tree's fresh cache (nil: none).
-func planSession(s discover.Session, force bool, fc *freshCache) plan {
+func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 	var p plan
 	if s.Format == readers.FormatSQLitev1 {
 		p.notes = append(p.notes, sqliteNote)
@@ -83,7 +83,7 @@ func planSession(s discover.Session, force bool, fc *freshCache) plan {
 		p.action, p.reason = PlanMigrate, "no sidecar"
 		return p
 	}
-	st, err := fc.status(s)
+	st, err := fc.Status(s)
 	if err != nil {
 		p.action, p.reason = PlanNeedsRepair, "status: "+err.Error()
 		if force {
@@ -504,8 +504,8 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 		// Read under the session lock, just after the install: what the
 		// next run's status of the sidecar would see.
 		counters := st.Manifest.Counters
-		env.Fresh.vouch(s, fp, verify.Vouched{HeaderID: st.Manifest.SessionID,
-			Entries: counters.EntriesTotal, Bytes: counters.BytesTotal}, nil, seenKeys{})
+		env.Fresh.Vouch(s, fp, verify.Vouched{HeaderID: st.Manifest.SessionID,
+			Entries: counters.EntriesTotal, Bytes: counters.BytesTotal}, nil, verify.SeenKeys{})
 	}
 	durable.Failpoint(fpAfterCutover)
 	x.remember(fp, st)

@@ -78,7 +78,7 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec led
 		StageOptions: writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops}, Prepare: prepare,
 		Vouched: func() ([]string, bool) {
 			var ok bool
-			names, ok = env.Fresh.framesVouched(s)
+			names, ok = env.Fresh.FramesVouched(s)
 			return names, ok
 		},
 		// Written: the staging slot is free. The manifest, verification
@@ -136,10 +136,10 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec led
 	// Read under the locks, just after the last write: what the next
 	// run's status of the sidecar would see.
 	counters := ar.StageResult.Manifest.Counters
-	env.Fresh.vouch(s, passed.Fingerprint(), verify.Vouched{HeaderID: src.Header().ID,
+	env.Fresh.Vouch(s, passed.Fingerprint(), verify.Vouched{HeaderID: src.Header().ID,
 		Entries: counters.EntriesTotal, Bytes: counters.BytesTotal}, x.verifiedNames,
 		// Written since the verification looked: the ledger and state.
-		seenKeys{keys: x.verifiedKeys, changed: []string{path.Join(store.MigrationsDir, store.LedgerName), store.SourceStateName}})
+		verify.SeenKeys{Keys: x.verifiedKeys, Changed: []string{path.Join(store.MigrationsDir, store.LedgerName), store.SourceStateName}})
 	durable.Failpoint(fpAfterCutover)
 	x.remember(passed.Fingerprint(), ar.StageResult)
 	if err := x.progress(x.event(wire.PhaseCompleted, v, wire.OutcomeOK, "")); err != nil {

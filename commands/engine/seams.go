@@ -1,14 +1,17 @@
 package engine
 
-import "time"
+import (
+	"pisess/verify"
+	"time"
+)
 
 // seams are the parts of a run a test replaces, given with the run's
 // options (MigrateOptions.seams) rather than set in package variables, so
 // that tests of the engine can run in parallel. nil is a run's own.
 type seams struct {
 	// judges replace the fresh cache's checks; a nil function (or a zero
-	// racy window) is the default's (defaultJudges).
-	judges freshJudges
+	// racy window) is the default's (verify.DefaultFreshJudges).
+	judges verify.FreshJudges
 	// opened is called with a session's path when its source has had its
 	// first pass.
 	opened func(path string)
@@ -17,24 +20,24 @@ type seams struct {
 	noLinger bool
 }
 
-// freshJudges returns the fresh cache's checks: the test's where it gave
+// verify.FreshJudges returns the fresh cache's checks: the test's where it gave
 // them, else the defaults.
-func (s *seams) freshJudges() freshJudges {
-	j := defaultJudges()
+func (s *seams) freshJudges() verify.FreshJudges {
+	j := verify.DefaultFreshJudges()
 	if s == nil {
 		return j
 	}
-	if s.judges.racyWindow != 0 {
-		j.racyWindow = s.judges.racyWindow
+	if s.judges.RacyWindow != 0 {
+		j.RacyWindow = s.judges.RacyWindow
 	}
-	if s.judges.statusFast != nil {
-		j.statusFast = s.judges.statusFast
+	if s.judges.StatusFast != nil {
+		j.StatusFast = s.judges.StatusFast
 	}
-	if s.judges.statusVouched != nil {
-		j.statusVouched = s.judges.statusVouched
+	if s.judges.StatusVouched != nil {
+		j.StatusVouched = s.judges.StatusVouched
 	}
-	if s.judges.fineCtime != nil {
-		j.fineCtime = s.judges.fineCtime
+	if s.judges.FineCtime != nil {
+		j.FineCtime = s.judges.FineCtime
 	}
 	return j
 }

@@ -1,4 +1,4 @@
-package engine
+package verify
 
 import (
 	"path/filepath"
@@ -8,43 +8,43 @@ import (
 
 	"pisess/ledger"
 	"pisess/readers/discover"
-	"pisess/verify"
 	"pisess/writers/wire"
 )
 
 // The fresh cache (ledger.FreshCache, whose doc says what it holds) as a
 // run uses it: its entries stand in for the statuses of the planning while
-// the files they name are as they were (verify.MetaDigest), and the run
+// the files they name are as they were (MetaDigest), and the run
 // adds the verdicts of its own statuses and the sidecars it wrote.
 
-// freshJudges are the checks behind the cache's verdicts; a test replaces
-// them to count the judgments the cache saves (MigrateOptions.seams).
-type freshJudges struct {
-	// racyWindow: a verdict on files changed this close to (or after)
+// FreshJudges are the checks behind the cache's verdicts; a test replaces
+// them to count the judgments the cache saves.
+type FreshJudges struct {
+	// RacyWindow: a verdict on files changed this close to (or after)
 	// the start of its judgment is not cached.
-	racyWindow    time.Duration
-	statusFast    func(path string) (verify.StatusReport, error)
-	statusVouched func(path string, v verify.Vouched) (verify.StatusReport, bool)
-	// fineCtime probes a file system's change times (ledger.FineCtime).
-	fineCtime func(dir string) (dev uint64, ok bool)
+	RacyWindow time.Duration
+	// StatusFast and StatusVouched are the statuses (verify's own).
+	StatusFast    func(path string) (StatusReport, error)
+	StatusVouched func(path string, v Vouched) (StatusReport, bool)
+	// FineCtime probes a file system's change times (ledger.FineCtime).
+	FineCtime func(dir string) (dev uint64, ok bool)
 }
 
-// defaultJudges are verify's, a racy window of 2 s and ledger's probe.
-func defaultJudges() freshJudges {
-	return freshJudges{racyWindow: 2 * time.Second, statusFast: verify.StatusFast,
-		statusVouched: verify.StatusVouched, fineCtime: ledger.FineCtime}
+// DefaultFreshJudges are verify's, a racy window of 2 s and ledger's probe.
+func DefaultFreshJudges() FreshJudges {
+	return FreshJudges{RacyWindow: 2 * time.Second, StatusFast: StatusFast,
+		StatusVouched: StatusVouched, FineCtime: ledger.FineCtime}
 }
 
-// freshCache is one tree's fresh cache, loaded once per run.
-type freshCache struct {
+// FreshCache is one tree's fresh cache, loaded once per run.
+type FreshCache struct {
 	*ledger.FreshCache
-	judges freshJudges
+	judges FreshJudges
 	// loaded is when the cache was read, before the run's walk: every
 	// judgment of the run (headers read, statuses) came after it.
 	loaded time.Time
-	// candidates were judged fresh by this run's planning (settle);
+	// candidates were judged fresh by this run's planning (Settle);
 	// written are the sidecars this run wrote and verified, as read just
-	// after (vouch). Both under mu.
+	// after (Vouch). Both under mu.
 	mu         sync.Mutex
 	candidates []candidate
 	written    []writtenEntry
@@ -53,7 +53,7 @@ type freshCache struct {
 // candidate is a session a status of this run found fresh.
 type candidate struct {
 	s  discover.Session
-	st verify.StatusReport
+	st StatusReport
 }
 
 // writtenEntry is the entry of a sidecar this run wrote, and the device of
@@ -64,17 +64,17 @@ type writtenEntry struct {
 	e   ledger.FreshEntry
 }
 
-// loadFreshCache reads the tree's cache, to be judged by j.
-func loadFreshCache(tree string, j freshJudges) *freshCache {
+// LoadFreshCache reads the tree's cache, to be judged by j.
+func LoadFreshCache(tree string, j FreshJudges) *FreshCache {
 	loaded := time.Now()
-	return &freshCache{FreshCache: ledger.LoadFreshCache(tree), judges: j, loaded: loaded}
+	return &FreshCache{FreshCache: ledger.LoadFreshCache(tree), judges: j, loaded: loaded}
 }
 
 // Header implements discover.Headers: the header version of a session
 // judged fresh, while its file's metadata is what it was then.
-func (c *freshCache) Header(rel string, key discover.FileKey) (int, bool) {
+func (c *FreshCache) Header(rel string, key discover.FileKey) (int, bool) {
 	e, ok := c.Get(rel)
-	if !ok || e.Source != verify.SourceDigest(key) {
+	if !ok || e.Source != SourceDigest(key) {
 		return 0, false
 	}
 	return e.Version, true
@@ -82,7 +82,7 @@ func (c *freshCache) Header(rel string, key discover.FileKey) (int, bool) {
 
 // sidecarVouched returns s's entry when its sidecar's files are as the
 // entry saw them.
-func (c *freshCache) sidecarVouched(s discover.Session) (ledger.FreshEntry, bool) {
+func (c *FreshCache) sidecarVouched(s discover.Session) (ledger.FreshEntry, bool) {
 	e, ok := c.Get(s.Rel)
 	if !ok || s.Sidecar == "" {
 		return ledger.FreshEntry{}, false
@@ -91,16 +91,16 @@ func (c *freshCache) sidecarVouched(s discover.Session) (ledger.FreshEntry, bool
 	if !ok {
 		return ledger.FreshEntry{}, false
 	}
-	d, _, ok := verify.MetaDigest(s.Sidecar, names, time.Time{}, c.judges.racyWindow)
+	d, _, ok := MetaDigest(s.Sidecar, names, time.Time{}, c.judges.RacyWindow)
 	return e, ok && d == e.Digest
 }
 
-// framesVouched reports whether session s's sidecar is, file for file,
+// FramesVouched reports whether session s's sidecar is, file for file,
 // the one a refresh of this or an earlier run wrote and checked frame for
 // frame (an entry with Frames, made where change times are fine): its
 // frames need not be read again, nor its directories listed (names are its
 // entries). The caller holds the store's locks.
-func (c *freshCache) framesVouched(s discover.Session) (names []string, ok bool) {
+func (c *FreshCache) FramesVouched(s discover.Session) (names []string, ok bool) {
 	if c == nil || s.Rel == "" {
 		return nil, false
 	}
@@ -114,40 +114,40 @@ func (c *freshCache) framesVouched(s discover.Session) (names []string, ok bool)
 
 // status returns the sidecar's fast status: from the cache when an
 // earlier run judged it fresh and nothing has changed since; from
-// verify.StatusVouched when only the session file changed; else from
-// verify.StatusFast. A status's fresh verdict makes the session a
+// StatusVouched when only the session file changed; else from
+// StatusFast. A status's fresh verdict makes the session a
 // candidate for settle; any other verdict of StatusFast drops its entry. A
-// nil cache always asks verify.StatusFast.
-func (c *freshCache) status(s discover.Session) (verify.StatusReport, error) {
+// nil cache always asks StatusFast.
+func (c *FreshCache) Status(s discover.Session) (StatusReport, error) {
 	if c == nil {
-		return verify.StatusFast(s.Path)
+		return StatusFast(s.Path)
 	}
 	if s.Rel == "" {
-		return c.judges.statusFast(s.Path)
+		return c.judges.StatusFast(s.Path)
 	}
 	if e, ok := c.sidecarVouched(s); ok {
 		key := s.Key
 		if key == (discover.FileKey{}) {
-			key, _ = verify.LstatKey(s.Path)
+			key, _ = LstatKey(s.Path)
 		}
-		if e.Source == verify.SourceDigest(key) {
-			return verify.StatusReport{Session: s.Path, Sidecar: s.Sidecar, Class: verify.ClassMigrated,
+		if e.Source == SourceDigest(key) {
+			return StatusReport{Session: s.Path, Sidecar: s.Sidecar, Class: ClassMigrated,
 				SourceFormat: s.Format, Version: e.Version, HeaderID: e.SessionID, SourceBytes: s.Size,
 				Entries: e.Entries, Bytes: e.Bytes}, nil
 		}
 		// pi wrote the session (or changed its metadata): the sidecar
 		// is what the entry saw, only the session is judged again.
-		st, ok := c.judges.statusVouched(s.Path, verify.Vouched{HeaderID: e.SessionID, OwnerUID: e.UID, OwnerGID: e.GID,
+		st, ok := c.judges.StatusVouched(s.Path, Vouched{HeaderID: e.SessionID, OwnerUID: e.UID, OwnerGID: e.GID,
 			Entries: e.Entries, Bytes: e.Bytes, ReadID: s.HeaderID, ReadVersion: s.Version})
 		if ok {
-			if st.Class == verify.ClassMigrated && len(st.Findings) == 0 {
+			if st.Class == ClassMigrated && len(st.Findings) == 0 {
 				c.addCandidate(s, st)
 			}
 			return st, nil
 		}
 	}
-	st, err := c.judges.statusFast(s.Path)
-	if err != nil || st.Class != verify.ClassMigrated || len(st.Findings) > 0 {
+	st, err := c.judges.StatusFast(s.Path)
+	if err != nil || st.Class != ClassMigrated || len(st.Findings) > 0 {
 		c.Forget(s.Rel)
 		return st, err
 	}
@@ -155,7 +155,7 @@ func (c *freshCache) status(s discover.Session) (verify.StatusReport, error) {
 	return st, nil
 }
 
-func (c *freshCache) addCandidate(s discover.Session, st verify.StatusReport) {
+func (c *FreshCache) addCandidate(s discover.Session, st StatusReport) {
 	c.mu.Lock()
 	c.candidates = append(c.candidates, candidate{s, st})
 	c.mu.Unlock()
@@ -172,29 +172,29 @@ func (c *freshCache) addCandidate(s discover.Session, st verify.StatusReport) {
 // manifest's counters (the owner is the session file's, read here); names
 // are the sidecar's entries as its verification walked them, under the
 // same locks (read again when missing).
-func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v verify.Vouched, names []string, seen seenKeys) {
+func (c *FreshCache) Vouch(s discover.Session, fp wire.SourceFingerprint, v Vouched, names []string, seen SeenKeys) {
 	if c == nil || s.Rel == "" || fp.FileIdentity == nil {
 		return
 	}
 	sidecar := discover.SidecarPath(s.Path) // s.Sidecar is "" for a session migrated now
 	if len(names) == 0 || len(names) > ledger.FreshMaxNames {
 		var err error
-		if names, err = verify.SidecarNames(sidecar, ledger.FreshMaxNames); err != nil {
+		if names, err = SidecarNames(sidecar, ledger.FreshMaxNames); err != nil {
 			return
 		}
-		seen.keys = nil
+		seen.Keys = nil
 	}
 	var d string
 	var ok bool
-	if len(seen.keys) == len(names) {
-		d, ok = verify.KnownDigest(sidecar, names, seen.keys, seen.changed)
+	if len(seen.Keys) == len(names) {
+		d, ok = KnownDigest(sidecar, names, seen.Keys, seen.Changed)
 	} else {
-		d, _, ok = verify.MetaDigest(sidecar, names, time.Time{}, c.judges.racyWindow)
+		d, _, ok = MetaDigest(sidecar, names, time.Time{}, c.judges.RacyWindow)
 	}
 	if !ok {
 		return
 	}
-	key, ok := verify.LstatKey(s.Path)
+	key, ok := LstatKey(s.Path)
 	id := fp.FileIdentity
 	if !ok || key.Size != fp.ByteLength || key.Dev != id.Device || key.Ino != id.Inode ||
 		int64(key.CtimeSec) != id.ChangeTimeSeconds || int64(key.CtimeNsec) != id.ChangeTimeNanoseconds {
@@ -204,19 +204,19 @@ func (c *freshCache) vouch(s discover.Session, fp wire.SourceFingerprint, v veri
 	if syscall.Lstat(sidecar, &st) != nil {
 		return
 	}
-	e := ledger.FreshEntry{Names: ledger.JoinNames(names), Digest: d, Source: verify.SourceDigest(key), Version: 3, SessionID: v.HeaderID,
+	e := ledger.FreshEntry{Names: ledger.JoinNames(names), Digest: d, Source: SourceDigest(key), Version: 3, SessionID: v.HeaderID,
 		UID: uint32(key.UID), GID: uint32(key.GID), Entries: v.Entries, Bytes: v.Bytes, Frames: true}
 	c.mu.Lock()
 	c.written = append(c.written, writtenEntry{rel: s.Rel, dev: uint64(st.Dev), e: e})
 	c.mu.Unlock()
 }
 
-// seenKeys is what a verification saw of a sidecar's entries (the
-// metadata of each name, verify.Report.Keys) and which of them were
+// SeenKeys is what a verification saw of a sidecar's entries (the
+// metadata of each name, Report.Keys) and which of them were
 // written since: vouch reads only those again.
-type seenKeys struct {
-	keys    []discover.FileKey
-	changed []string
+type SeenKeys struct {
+	Keys    []discover.FileKey
+	Changed []string
 }
 
 // settle caches the verdicts of the candidates and the sidecars this run
@@ -230,35 +230,35 @@ type seenKeys struct {
 // a run that writes the cache settles (the planning of a run that then
 // writes nothing pays nothing for the cache): for a tree pi uses, the next
 // refresh.
-func (c *freshCache) settle() {
+func (c *FreshCache) Settle() {
 	c.mu.Lock()
 	candidates, written := c.candidates, c.written
 	c.candidates, c.written = nil, nil
 	c.mu.Unlock()
 	for _, cd := range candidates {
 		s := cd.s
-		names, err := verify.SidecarNames(s.Sidecar, ledger.FreshMaxNames)
+		names, err := SidecarNames(s.Sidecar, ledger.FreshMaxNames)
 		if err != nil {
 			c.Forget(s.Rel)
 			continue
 		}
-		key, ok := verify.LstatKey(s.Path)
-		if !ok || verify.RacyKey(key, c.loaded, c.judges.racyWindow) || cd.st.Version <= 0 || !wire.ValidUUID(cd.st.HeaderID) {
+		key, ok := LstatKey(s.Path)
+		if !ok || RacyKey(key, c.loaded, c.judges.RacyWindow) || cd.st.Version <= 0 || !wire.ValidUUID(cd.st.HeaderID) {
 			c.Forget(s.Rel)
 			continue
 		}
-		d, racy, ok := verify.MetaDigest(s.Sidecar, names, c.loaded, c.judges.racyWindow)
+		d, racy, ok := MetaDigest(s.Sidecar, names, c.loaded, c.judges.RacyWindow)
 		if !ok || racy {
 			c.Forget(s.Rel)
 			continue
 		}
-		c.Put(s.Rel, ledger.FreshEntry{Names: ledger.JoinNames(names), Digest: d, Source: verify.SourceDigest(key), Version: cd.st.Version,
+		c.Put(s.Rel, ledger.FreshEntry{Names: ledger.JoinNames(names), Digest: d, Source: SourceDigest(key), Version: cd.st.Version,
 			SessionID: cd.st.HeaderID, UID: uint32(key.UID), GID: uint32(key.GID), Entries: cd.st.Entries, Bytes: cd.st.Bytes})
 	}
 	if len(written) == 0 {
 		return
 	}
-	dev, fine := c.judges.fineCtime(filepath.Join(c.Tree(), discover.PisessDir))
+	dev, fine := c.judges.FineCtime(filepath.Join(c.Tree(), discover.PisessDir))
 	for _, w := range written {
 		if fine && w.dev == dev && wire.ValidUUID(w.e.SessionID) {
 			c.Put(w.rel, w.e)
