@@ -4,10 +4,11 @@ import (
 	"crypto/sha256"
 	"os"
 	"path/filepath"
-	"pisess/writers/wire"
 	"strings"
 	"sync"
 	"syscall"
+
+	"pisess/writers/wire"
 )
 
 // FreshCacheName is the fresh cache in a tree's .pisess/: for each session
@@ -35,7 +36,7 @@ import (
 //   - a sidecar this run wrote (a refresh in place), read under its locks
 //     just after the last write, when the tree's file system gives every
 //     change made after a file's times were read a new change time
-//     (fineCtime: Linux's multigrain timestamps, 6.13 and later), so that
+//     (FineCtime: Linux's multigrain timestamps, 6.13 and later), so that
 //     any later change shows.
 //
 // The cache is settled and saved only by a run that writes to the tree

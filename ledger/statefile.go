@@ -25,7 +25,7 @@ import (
 // untrusted data (never followed, bounded, a wrong version or bad JSON is
 // empty) and written whole, atomically, owned by the tree's owner.
 
-// stateFile is the document of such a file.
+// StateFile is the document of such a file.
 type StateFile[E any] struct {
 	Version  int          `json:"version"`
 	Sessions map[string]E `json:"sessions"`
