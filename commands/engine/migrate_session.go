@@ -274,15 +274,7 @@ func (x *session) journalEvents(sync bool, evs ...wire.MigrationEvent) error {
 	if x.env.DryRun || x.env.Journal == nil || len(evs) == 0 {
 		return nil
 	}
-	recs := make([]ledger.Record, len(evs))
-	for i, ev := range evs {
-		recs[i] = ledger.EventRecord(ev)
-	}
-	app := x.env.Journal.AppendAllUnsynced
-	if sync {
-		app = x.env.Journal.AppendAll
-	}
-	if err := app(recs...); err != nil {
+	if err := x.env.Journal.AppendEvents(sync, evs...); err != nil {
 		return fmt.Errorf("journal %s event: %w", evs[0].Phase, err)
 	}
 	return nil
