@@ -1,7 +1,39 @@
-// Package ledger keeps the records of what pisess did: migration_event.v1
-// lines (FORMAT.md §7) in a store's own migrations/ledger.jsonl, and the
-// tree journal <tree>/.pisess/journal.jsonl, which outlives any store it
-// describes (a rollback's receipt cannot live in the store it removes).
+// Package ledger keeps what pisess did and owns the tree's .pisess/
+// directory as a whole: migration_event.v1 lines (FORMAT.md §7) in a
+// store's own migrations/ledger.jsonl, and everything under
+// <tree>/.pisess/, which outlives any store it describes (a rollback's
+// receipt cannot live in the store it removes):
+//
+//	journal.jsonl    the tree journal: every run's events and notes (Journal)
+//	lock             the tree lock: one pisess run per tree (LockTreeWait, LockTreeForCheck)
+//	quarantine/<id>/ what a run moved out of the tree, never deleted (Quarantiner, QuarantinePath)
+//	pruning/         what prune is about to delete (Prune)
+//	refused.json     the refusal cache: sessions refused, by file identity (RefusalCache)
+//	refresh.json     the refresh records: what each installed sidecar was built from (RefreshRecords)
+//	fresh.json       the fresh cache's entries: sidecars judged fresh (FreshCache)
+//	.ctime-probe-*   FineCtime's probe, removed at once
+//
+// It may touch nothing else on disk but a store's migrations/ledger.jsonl
+// (the caller holds that store's locks), and never follows a symlink there:
+// .pisess/ itself must be a real directory (CheckPisessDir). It reads and
+// writes files only; which sessions a run works on, and whether a cached
+// verdict still holds, are decided above it (engine, verify).
+//
+// # Crash story
+//
+// The journal and the store ledger are appended whole and fsynced (below).
+// The tree lock is an flock, released by the kernel when its holder dies;
+// the holder's text it keeps lets the next run tell a dead holder (a stale
+// lock, taken over and reported) from a live one. A quarantine move is a
+// rename recorded by a journal note after it (Quarantiner.Move), a copy is
+// written durably before the caller removes the original (Keep). Prune
+// moves what it deletes into pruning/ first, rewrites the journal
+// atomically, then deletes: killed anywhere, it leaves at most pruning/,
+// which the next prune removes. The state files (refused.json,
+// refresh.json, fresh.json) only save work: each is replaced atomically
+// without a sync, and read as untrusted data (bounded, never followed,
+// every entry checked against the files it names), so a crash leaves the
+// old file or none, and costs work, never a wrong verdict.
 //
 // # The tree journal
 //

@@ -217,6 +217,17 @@ func (j *Journal) AppendUnsynced(rec Record) error { return j.append(false, rec)
 // committed).
 func (j *Journal) AppendAllUnsynced(recs ...Record) error { return j.append(false, recs...) }
 
+// AppendEvents appends migration events as one write: fsynced (AppendAll)
+// when sync, else without (AppendAllUnsynced: the progress events no
+// recovery reads, made durable by the run's next seal or Sync).
+func (j *Journal) AppendEvents(sync bool, evs ...wire.MigrationEvent) error {
+	recs := make([]Record, len(evs))
+	for i, ev := range evs {
+		recs[i] = EventRecord(ev)
+	}
+	return j.append(sync, recs...)
+}
+
 // Sync makes every record appended so far durable (before a publication,
 // at the end of a run).
 func (j *Journal) Sync() error { return j.SyncUnlessSealed(0, false) }

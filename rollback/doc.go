@@ -17,6 +17,29 @@
 //     reference does (FORMAT.md §6), under an intent document that recovery
 //     ([FinishPending]) rolls forward.
 //
+// It also holds what fsck --repair and a migration's self-healing do to a
+// tree (DESIGN.md's repairs):
+//
+//   - [Repairer] mends one session or one tree from verify's findings:
+//     staging leftovers go to the quarantine, a backup comes back when no
+//     sidecar is installed and it verifies, torn tails are cut (kept
+//     first), the index and manifest are recomputed from the frames (the
+//     old ones kept), modes and owner are set, a pending rollback is
+//     finished, and anything else is rebuilt from the source through the
+//     migrate pipeline, which its caller (engine) gives it as Rebuild.
+//   - [NeedsHeal] selects what an interrupted pisess run left (staging and
+//     backups recognisably pisess's) for migrate to repair before it
+//     plans.
+//   - [Discarder] removes, while a migrate run goes on, the displaced
+//     sidecars it need not keep (pisess built them and the source still
+//     begins with their bytes), each after a synced journal note.
+//
+// It touches the session's sidecar, its staging and backup siblings and
+// the tree's .pisess/ (through package ledger: the journal, the
+// quarantine), never the session file but for a rollback's restore of an
+// upgraded source; it reads readers/discover to list a session's leftovers
+// again and read its header.
+//
 // # Locks
 //
 // Whatever changes a session's sidecar or source holds the session lock
@@ -36,4 +59,14 @@
 // run a third time, it changes nothing. The failpoints in [Failpoints] mark
 // the steps; built with -tags failpoints, durable.Failpoint kills the
 // process there, and the crash tests of this package run every one of them.
+//
+// The repairs keep the same rule: whatever a repair removes is in the
+// quarantine, with its journal note, before it is gone from the tree
+// (ledger.Quarantiner), so that a repair killed midway leaves either the
+// damage, found again by the next fsck, or its repair. A discard removes a
+// displaced copy only after the note that says so is synced: a crash
+// between the two leaves an extra copy, which prune removes with its run,
+// never a missing one unrecorded. The crash harness of package commands
+// (TestCrashMigrate, TestCrashHealMigrate, TestCrashFsckRepair) kills
+// migrate and fsck --repair at every failpoint, these included.
 package rollback

@@ -19,10 +19,32 @@
 // over and returns a [Passed], a proof that only this package can make:
 // rollback.Cutover takes one, so no unverified store can be installed.
 //
+// Two more questions are pisess's own:
+//
+//   - What does fsck find? [CheckSession] is fsck's examination of one
+//     session (the class, the verification against the source, the
+//     leftovers of an interrupted run) as [FsckFinding]s, each with the
+//     [RepairAction] that mends it; [StaleLockFinding], [JournalFindings]
+//     and [OrphanFindings] are a tree's own. rollback.Repairer acts on
+//     them; this package only finds.
+//   - Is a verdict of an earlier run still good? [FreshCache] judges the
+//     fresh cache's entries (kept by ledger.FreshCache) by the metadata
+//     digests of the files they name ([MetaDigest], [SourceDigest]), and
+//     stands in for [StatusFast] where nothing changed since.
+//
 // Findings are values, not errors: each names the file, the rule (Code) and
 // the repair that would apply. An error from this package means the check
 // itself could not be made (an unreadable source, an I/O error), never that
 // something was found.
+//
+// # On disk
+//
+// It reads sessions, sidecars, their staging and backup siblings, and
+// through package ledger the tree journal and fresh.json; it writes
+// nothing (a FreshCache's Settle asks its judges' FineCtime, ledger's
+// probe, whether the file system's change times are fine). Having nothing
+// to leave half done, it has no crash story: a check killed midway is run
+// again.
 //
 // The store-internal checks (frames, index, manifest, checkpoints) are
 // writers/store's Check and Iterator; this package maps their problems to

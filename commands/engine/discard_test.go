@@ -138,7 +138,7 @@ func TestRefreshKeepsWhatIsNotReproducible(t *testing.T) {
 		{"marked dirty, no refresh record", func(t *testing.T, root, path string) MigrateOptions {
 			fixtures.MarkDirty(t, discoverSidecar(path))
 			migAppend(t, path, migEntryLine("e0000100", migEntryID(3), "more"))
-			if err := os.Remove(refreshRecordPath(root)); err != nil {
+			if err := os.Remove(ledger.RefreshRecordPath(root)); err != nil {
 				t.Fatal(err)
 			}
 			return copyOptions(root)
@@ -178,8 +178,8 @@ func TestRefreshKeepsWhatIsNotReproducible(t *testing.T) {
 // record, as an older pisess wrote it.
 func forgetRecordedRuns(tb testing.TB, root string) {
 	tb.Helper()
-	var doc stateFile[map[string]any]
-	b, err := os.ReadFile(refreshRecordPath(root))
+	var doc ledger.StateFile[map[string]any]
+	b, err := os.ReadFile(ledger.RefreshRecordPath(root))
 	if err != nil || json.Unmarshal(b, &doc) != nil || len(doc.Sessions) == 0 {
 		tb.Fatalf("refresh record: %v %s", err, b)
 	}
@@ -192,7 +192,7 @@ func forgetRecordedRuns(tb testing.TB, root string) {
 	if b, err = json.Marshal(doc); err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.WriteFile(refreshRecordPath(root), b, 0o600); err != nil {
+	if err := os.WriteFile(ledger.RefreshRecordPath(root), b, 0o600); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"pisess/ledger"
 	"pisess/readers"
 	"pisess/writers/durable"
 )
@@ -24,10 +25,16 @@ func Usagef(format string, args ...any) error {
 }
 
 // ErrTreeLocked may be wrapped by an error that means "another pisess run
-// holds the tree lock" (so may a *durable.TreeLockedError: see
-// IsTreeLocked): it maps to exit status 32, not 8, so that cron can tell
-// "try later" from "broken".
-var ErrTreeLocked = errors.New("session tree is locked by another pisess run")
+// holds the tree lock" (ledger.ErrTreeLocked, the same value): it maps to
+// exit status 32, not 8, so that cron can tell "try later" from "broken".
+var ErrTreeLocked = ledger.ErrTreeLocked
+
+// TreeLockPath returns <tree>/.pisess/lock (ledger.TreeLockPath).
+func TreeLockPath(tree string) string { return ledger.TreeLockPath(tree) }
+
+// RefusalCacheName is the refusal cache in a tree's .pisess/
+// (ledger.RefusalCacheName).
+const RefusalCacheName = ledger.RefusalCacheName
 
 // IsTreeLocked reports whether err means another pisess run holds the tree
 // lock: ErrTreeLocked or a *durable.TreeLockedError in its chain.

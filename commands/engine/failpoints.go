@@ -21,11 +21,10 @@ const (
 	fpAfterCutover      = "engine.after-cutover"       // installed, completed not yet recorded
 	fpAfterCompleted    = "engine.after-completed"     // completed recorded, session lock still held
 	// The displaced sidecars of a run's refreshes: the reproducible ones
-	// are removed while the run goes on (the discarder), the moves of the
-	// kept ones made durable after its last session (one sync per
-	// directory).
-	fpBeforeDiscards = "engine.before-discards" // a batch of discarded notes synced, its copies not yet removed
-	fpAfterDiscards  = "engine.after-discards"  // reproducible copies removed, kept ones synced
+	// are removed while the run goes on (rollback.Discarder, whose
+	// failpoint engine.before-discards is), the moves of the kept ones
+	// made durable after its last session (one sync per directory).
+	fpAfterDiscards = "engine.after-discards" // reproducible copies removed, kept ones synced
 )
 
 func init() {
@@ -35,7 +34,7 @@ func init() {
 		fpBeforeSourceState, fpAfterSourceState, fpAfterStagingSeal,
 		fpBeforeCutover, fpAfterCutover,
 		fpAfterCompleted,
-		fpBeforeDiscards, fpAfterDiscards,
+		fpAfterDiscards,
 	} {
 		durable.Register(name)
 	}

@@ -7,55 +7,58 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"pisess/fixtures"
+	"pisess/ledger"
 	"pisess/readers/discover"
 	"pisess/verify"
 	"pisess/writers/durable"
 	"pisess/writers/store"
 )
 
-// withRacyWindow sets the racy window for one test: short enough that a
-// test need not wait seconds, long enough to cover the file clock's tick.
-func withRacyWindow(tb testing.TB, d time.Duration) {
-	old := racyWindow
-	racyWindow = d
-	tb.Cleanup(func() { racyWindow = old })
-}
+// withRacyWindow sets the racy window of the runs given sm: short enough
+// that a test need not wait seconds, long enough to cover the file clock's
+// tick.
+func withRacyWindow(sm *seams, d time.Duration) { sm.judges.RacyWindow = d }
 
-// countStatus counts the sidecars judged by verify.StatusFast.
-func countStatus(tb testing.TB) *atomic.Int64 {
+// countStatus counts the sidecars judged by verify.StatusFast in the runs
+// given sm.
+func countStatus(sm *seams) *atomic.Int64 {
 	var n atomic.Int64
-	old := statusFast
-	statusFast = func(p string) (verify.StatusReport, error) {
+	old := sm.freshJudges().StatusFast
+	sm.judges.StatusFast = func(p string) (verify.StatusReport, error) {
 		n.Add(1)
 		return old(p)
 	}
-	tb.Cleanup(func() { statusFast = old })
 	return &n
 }
 
 // withFineCtime makes the tree's file system pass, or fail, fineCtime's
-// probe for one test.
-func withFineCtime(tb testing.TB, fine bool) {
-	old := fineCtime
-	fineCtime = func(dir string) (uint64, bool) {
+// probe in the runs given sm.
+func withFineCtime(sm *seams, fine bool) {
+	old := sm.freshJudges().FineCtime
+	sm.judges.FineCtime = func(dir string) (uint64, bool) {
 		dev, ok := old(dir)
 		return dev, ok && fine
 	}
-	tb.Cleanup(func() { fineCtime = old })
+}
+
+// seamed is migOptions(root) with the seams sm.
+func seamed(root string, sm *seams) MigrateOptions {
+	o := migOptions(root)
+	o.seams = sm
+	return o
 }
 
 // freshTree is a tree of two migrated sessions (paths[0] and [1]) and a
 // third that pi keeps writing (paths[2]): refresh appends to it and
 // migrates, a run that writes (the refresh, in place) and so saves the
 // verdicts it cached.
-func freshTree(tb testing.TB) (root string, paths []string, refresh func() MigrateReport) {
+func freshTree(tb testing.TB, sm *seams) (root string, paths []string, refresh func() MigrateReport) {
 	tb.Helper()
-	withRacyWindow(tb, 40*time.Millisecond)
+	withRacyWindow(sm, 40*time.Millisecond)
 	root = tb.TempDir()
 	for _, stem := range []string{"a", "b"} {
 		p, _ := migSession(tb, root, stem, 4)
@@ -63,11 +66,11 @@ func freshTree(tb testing.TB) (root string, paths []string, refresh func() Migra
 	}
 	busy, last := migSession(tb, root, "busy", 2)
 	paths = append(paths, busy)
-	migRun(tb, migOptions(root))
+	migRun(tb, seamed(root, sm))
 	// The migration vouched for the sidecars it installed (where change
 	// times are fine: TestFreshCacheAfterMigrate); these tests start from
 	// none, so that a and b are judged by a status.
-	if err := os.Remove(filepath.Join(root, discover.PisessDir, FreshCacheName)); err != nil && !os.IsNotExist(err) {
+	if err := os.Remove(filepath.Join(root, discover.PisessDir, ledger.FreshCacheName)); err != nil && !os.IsNotExist(err) {
 		tb.Fatal(err)
 	}
 	time.Sleep(60 * time.Millisecond) // past the racy window
@@ -78,7 +81,7 @@ func freshTree(tb testing.TB) (root string, paths []string, refresh func() Migra
 		id := migEntryID(0x100 + n)
 		migAppend(tb, busy, migEntryLine(id, last, "more"))
 		last = id
-		rep := migRun(tb, migOptions(root))
+		rep := migRun(tb, seamed(root, sm))
 		if s := migResult(tb, rep, busy); s.Outcome != OutcomeDone {
 			tb.Fatalf("busy session: %+v", s)
 		}
@@ -95,14 +98,15 @@ func freshTree(tb testing.TB) (root string, paths []string, refresh func() Migra
 func TestFreshCacheSkipsUnchanged(t *testing.T) {
 	for _, fine := range []bool{true, false} {
 		t.Run(map[bool]string{true: "fine change times", false: "coarse change times"}[fine], func(t *testing.T) {
-			withFineCtime(t, fine)
-			root, paths, refresh := freshTree(t)
-			n := countStatus(t)
-			migRun(t, migOptions(root))
+			sm := &seams{}
+			withFineCtime(sm, fine)
+			root, paths, refresh := freshTree(t, sm)
+			n := countStatus(sm)
+			migRun(t, seamed(root, sm))
 			if n.Load() != 3 {
 				t.Fatalf("the no-op run judged %d sidecars, want 3", n.Load())
 			}
-			if _, err := os.Lstat(filepath.Join(root, discover.PisessDir, FreshCacheName)); !os.IsNotExist(err) {
+			if _, err := os.Lstat(filepath.Join(root, discover.PisessDir, ledger.FreshCacheName)); !os.IsNotExist(err) {
 				t.Fatalf("a run that changed nothing wrote the fresh cache (%v)", err)
 			}
 			n.Store(0)
@@ -111,12 +115,12 @@ func TestFreshCacheSkipsUnchanged(t *testing.T) {
 				t.Fatalf("the refresh run judged %d sidecars, want 3 (caching a verdict judges nothing again)", n.Load())
 			}
 			want := map[bool]int{true: 3, false: 2}[fine]
-			if got := len(loadFreshCache(root).entries); got != want {
-				t.Fatalf("fresh cache: %d entries, want %d: %+v", got, want, loadFreshCache(root).entries)
+			if got := ledger.LoadFreshCache(root).Len(); got != want {
+				t.Fatalf("fresh cache: %d entries, want %d", got, want)
 			}
 			before := fixtures.TreeDigest(t, root)
 			n.Store(0)
-			rep := migRun(t, migOptions(root))
+			rep := migRun(t, seamed(root, sm))
 			for _, p := range paths {
 				if s := migResult(t, rep, p); s.Outcome != OutcomeSkipped || s.Reason != "the sidecar is fresh" {
 					t.Fatalf("%s: %+v", p, s)
@@ -236,17 +240,18 @@ func TestFreshCacheSameAnswer(t *testing.T) {
 	} {
 		for _, which := range []int{0, 2} {
 			t.Run(c.name+map[int]string{0: ", judged", 2: ", written by the run"}[which], func(t *testing.T) {
-				root, paths, refresh := freshTree(t)
+				sm := &seams{}
+				root, paths, refresh := freshTree(t, sm)
 				refresh() // judges a and b, caches their verdicts and busy's
-				if len(loadFreshCache(root).entries) != 3 {
+				if ledger.LoadFreshCache(root).Len() != 3 {
 					t.Fatal("verdicts not cached")
 				}
 				path := paths[which]
 				c.change(t, path, discover.SidecarPath(path))
-				dry := migOptions(root)
+				dry := seamed(root, sm)
 				dry.DryRun = true
 				cached := migResult(t, migRun(t, dry), path)
-				if err := os.Remove(filepath.Join(root, discover.PisessDir, FreshCacheName)); err != nil {
+				if err := os.Remove(filepath.Join(root, discover.PisessDir, ledger.FreshCacheName)); err != nil {
 					t.Fatal(err)
 				}
 				judged := migResult(t, migRun(t, dry), path)
@@ -268,14 +273,15 @@ func TestFreshCacheSameAnswer(t *testing.T) {
 // they are coarse.
 func TestFreshCacheRacy(t *testing.T) {
 	for _, fine := range []bool{true, false} {
-		withFineCtime(t, fine)
-		root, paths, refresh := freshTree(t)
-		withRacyWindow(t, time.Hour)
+		sm := &seams{}
+		withFineCtime(sm, fine)
+		root, paths, refresh := freshTree(t, sm)
+		withRacyWindow(sm, time.Hour)
 		refresh()
-		entries := loadFreshCache(root).entries
-		_, written := entries[mustRel(t, root, paths[2])]
-		if len(entries) != map[bool]int{true: 1, false: 0}[fine] || written != fine {
-			t.Fatalf("fine change times %v: %d verdicts cached (the written sidecar's: %v)", fine, len(entries), written)
+		entries := ledger.LoadFreshCache(root)
+		_, written := entries.Get(mustRel(t, root, paths[2]))
+		if entries.Len() != map[bool]int{true: 1, false: 0}[fine] || written != fine {
+			t.Fatalf("fine change times %v: %d verdicts cached (the written sidecar's: %v)", fine, entries.Len(), written)
 		}
 	}
 }
@@ -284,10 +290,11 @@ func TestFreshCacheRacy(t *testing.T) {
 // its judgment began (pi marking it dirty while the run plans) is not
 // cached, whatever the change left behind.
 func TestFreshCacheChangedAfterJudgment(t *testing.T) {
-	root, paths, refresh := freshTree(t)
+	sm := &seams{}
+	root, paths, refresh := freshTree(t, sm)
 	sidecar := discover.SidecarPath(paths[0])
-	old := statusFast
-	statusFast = func(p string) (verify.StatusReport, error) {
+	old := sm.freshJudges().StatusFast
+	sm.judges.StatusFast = func(p string) (verify.StatusReport, error) {
 		st, err := old(p)
 		if p == paths[0] {
 			// Same mode, new change time: nothing the status would see.
@@ -295,13 +302,12 @@ func TestFreshCacheChangedAfterJudgment(t *testing.T) {
 		}
 		return st, err
 	}
-	t.Cleanup(func() { statusFast = old })
 	refresh()
-	entries := loadFreshCache(root).entries
-	if _, ok := entries[mustRel(t, root, paths[0])]; ok {
+	entries := ledger.LoadFreshCache(root)
+	if _, ok := entries.Get(mustRel(t, root, paths[0])); ok {
 		t.Fatal("a verdict on files changed after its judgment was cached")
 	}
-	if _, ok := entries[mustRel(t, root, paths[1])]; !ok {
+	if _, ok := entries.Get(mustRel(t, root, paths[1])); !ok {
 		t.Fatal("the unchanged session's verdict was not cached")
 	}
 }
@@ -310,31 +316,32 @@ func TestFreshCacheChangedAfterJudgment(t *testing.T) {
 // naming files outside the sidecar, too many names, or a digest that does
 // not match are not trusted: the sidecar is judged again.
 func TestFreshCacheUntrusted(t *testing.T) {
-	root, paths, _ := freshTree(t)
+	sm := &seams{}
+	root, paths, _ := freshTree(t, sm)
 	rel := mustRel(t, root, paths[0])
-	cache := filepath.Join(root, discover.PisessDir, FreshCacheName)
+	cache := filepath.Join(root, discover.PisessDir, ledger.FreshCacheName)
 	good := entryOf(t, paths[0])
-	for name, change := range map[string]func(e *freshEntry){
-		"outside":             func(e *freshEntry) { e.Names = "\n../../etc\n" },
-		"absolute":            func(e *freshEntry) { e.Names = "\n/etc/passwd\n" },
-		"unclean":             func(e *freshEntry) { e.Names = "\nsegments/../manifest.json\n" },
-		"too many":            func(e *freshEntry) { e.Names = strings.Repeat("x\n", freshMaxNames+1) },
-		"not newline-ended":   func(e *freshEntry) { e.Names = strings.TrimSuffix(e.Names, "\n") },
-		"forged digest":       func(e *freshEntry) { e.Digest = strings.Repeat("0", 64) },
-		"no header id":        func(e *freshEntry) { e.SessionID = "" },
-		"an earlier pisess's": func(e *freshEntry) { e.Source, e.Version, e.SessionID = "", 0, "" },
+	for name, change := range map[string]func(e *ledger.FreshEntry){
+		"outside":             func(e *ledger.FreshEntry) { e.Names = "\n../../etc\n" },
+		"absolute":            func(e *ledger.FreshEntry) { e.Names = "\n/etc/passwd\n" },
+		"unclean":             func(e *ledger.FreshEntry) { e.Names = "\nsegments/../manifest.json\n" },
+		"too many":            func(e *ledger.FreshEntry) { e.Names = strings.Repeat("x\n", ledger.FreshMaxNames+1) },
+		"not newline-ended":   func(e *ledger.FreshEntry) { e.Names = strings.TrimSuffix(e.Names, "\n") },
+		"forged digest":       func(e *ledger.FreshEntry) { e.Digest = strings.Repeat("0", 64) },
+		"no header id":        func(e *ledger.FreshEntry) { e.SessionID = "" },
+		"an earlier pisess's": func(e *ledger.FreshEntry) { e.Source, e.Version, e.SessionID = "", 0, "" },
 	} {
 		e := good
 		change(&e)
-		doc, err := json.Marshal(stateFile[freshEntry]{Version: 1, Sessions: map[string]freshEntry{rel: e}})
+		doc, err := json.Marshal(ledger.StateFile[ledger.FreshEntry]{Version: 1, Sessions: map[string]ledger.FreshEntry{rel: e}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(cache, doc, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		n := countStatus(t)
-		dry := migOptions(root)
+		n := countStatus(sm)
+		dry := seamed(root, sm)
 		dry.DryRun = true
 		if s := migResult(t, migRun(t, dry), paths[0]); s.Action != PlanSkip {
 			t.Fatalf("%s: %+v", name, s)
@@ -344,12 +351,12 @@ func TestFreshCacheUntrusted(t *testing.T) {
 		}
 	}
 	// The good entry, unchanged, is trusted: the cache is in use.
-	doc, _ := json.Marshal(stateFile[freshEntry]{Version: 1, Sessions: map[string]freshEntry{rel: good}})
+	doc, _ := json.Marshal(ledger.StateFile[ledger.FreshEntry]{Version: 1, Sessions: map[string]ledger.FreshEntry{rel: good}})
 	if err := os.WriteFile(cache, doc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n := countStatus(t)
-	dry := migOptions(root)
+	n := countStatus(sm)
+	dry := seamed(root, sm)
 	dry.DryRun = true
 	migRun(t, dry)
 	if n.Load() != 2 {
@@ -363,11 +370,12 @@ func TestFreshCacheUntrusted(t *testing.T) {
 // the cache leaves the link and the file it points at as they were, and
 // the next run judges every sidecar again.
 func TestFreshCacheSymlinked(t *testing.T) {
-	root, paths, refresh := freshTree(t)
+	sm := &seams{}
+	root, paths, refresh := freshTree(t, sm)
 	outside := filepath.Join(t.TempDir(), "victim.json")
 	// A valid entry for session a: followed, it would make a run skip a
 	// without judging it.
-	doc, err := json.Marshal(stateFile[freshEntry]{Version: 1, Sessions: map[string]freshEntry{mustRel(t, root, paths[0]): entryOf(t, paths[0])}})
+	doc, err := json.Marshal(ledger.StateFile[ledger.FreshEntry]{Version: 1, Sessions: map[string]ledger.FreshEntry{mustRel(t, root, paths[0]): entryOf(t, paths[0])}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +383,7 @@ func TestFreshCacheSymlinked(t *testing.T) {
 	if err := os.WriteFile(outside, []byte(forged), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cache := filepath.Join(root, discover.PisessDir, FreshCacheName)
+	cache := filepath.Join(root, discover.PisessDir, ledger.FreshCacheName)
 	if err := os.Symlink(outside, cache); err != nil {
 		t.Fatal(err)
 	}
@@ -386,8 +394,8 @@ func TestFreshCacheSymlinked(t *testing.T) {
 	if fi, err := os.Lstat(cache); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Fatalf("the symlinked cache was replaced (%v)", err)
 	}
-	n := countStatus(t)
-	migRun(t, migOptions(root))
+	n := countStatus(sm)
+	migRun(t, seamed(root, sm))
 	if n.Load() != 3 {
 		t.Fatalf("%d sidecars judged, want all 3", n.Load())
 	}
@@ -415,15 +423,16 @@ func chmod(tb testing.TB, p string, mode os.FileMode) {
 // the cache shows it was not read) and reads the header again once pi
 // wrote the file.
 func TestFreshCacheHeaders(t *testing.T) {
-	root, paths, refresh := freshTree(t)
+	sm := &seams{}
+	root, paths, refresh := freshTree(t, sm)
 	refresh()
-	c := loadFreshCache(root)
+	c := verify.LoadFreshCache(root, sm.freshJudges())
 	rel := mustRel(t, root, paths[0])
-	e, ok := c.get(rel)
+	e, ok := c.Get(rel)
 	if !ok || e.Version != 3 || len(e.Source) != 32 {
 		t.Fatalf("entry %+v (%v), want version 3 and a source digest", e, ok)
 	}
-	key, ok := lstatKey(paths[0])
+	key, ok := verify.LstatKey(paths[0])
 	if !ok {
 		t.Fatal("no key")
 	}
@@ -437,11 +446,11 @@ func TestFreshCacheHeaders(t *testing.T) {
 	}
 
 	e.Version = 9
-	c.set(rel, e, func(freshEntry, freshEntry) bool { return false })
-	if err := c.save(durable.OS, nil); err != nil {
+	c.Set(rel, e, func(ledger.FreshEntry, ledger.FreshEntry) bool { return false })
+	if err := c.Save(durable.OS, nil); err != nil {
 		t.Fatal(err)
 	}
-	trees, err := walkRootsWith([]string{root}, discover.Options{Headers: func(r string) discover.Headers { return loadFreshCache(r) }})
+	trees, err := walkRootsWith([]string{root}, discover.Options{Headers: func(r string) discover.Headers { return verify.LoadFreshCache(r, sm.freshJudges()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +460,7 @@ func TestFreshCacheHeaders(t *testing.T) {
 		}
 	}
 	migAppend(t, paths[0], migEntryLine(migEntryID(0x200), "", "pi wrote"))
-	trees, err = walkRootsWith([]string{root}, discover.Options{Headers: func(r string) discover.Headers { return loadFreshCache(r) }})
+	trees, err = walkRootsWith([]string{root}, discover.Options{Headers: func(r string) discover.Headers { return verify.LoadFreshCache(r, sm.freshJudges()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,18 +472,18 @@ func TestFreshCacheHeaders(t *testing.T) {
 }
 
 // entryOf is the fresh cache entry session p's files give now.
-func entryOf(tb testing.TB, p string) freshEntry {
+func entryOf(tb testing.TB, p string) ledger.FreshEntry {
 	tb.Helper()
 	sidecar := discover.SidecarPath(p)
-	names, err := sidecarNames(sidecar)
+	names, err := verify.SidecarNames(sidecar, ledger.FreshMaxNames)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	key, ok := lstatKey(p)
+	key, ok := verify.LstatKey(p)
 	if !ok {
 		tb.Fatal("no key")
 	}
-	digest, _, ok := metaDigest(sidecar, names, time.Time{})
+	digest, _, ok := verify.MetaDigest(sidecar, names, time.Time{}, 0)
 	if !ok {
 		tb.Fatal("no digest")
 	}
@@ -486,7 +495,7 @@ func entryOf(tb testing.TB, p string) freshEntry {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return freshEntry{Names: joinNames(names), Digest: digest, Source: sourceDigest(key), Version: h.Version, SessionID: h.ID,
+	return ledger.FreshEntry{Names: ledger.JoinNames(names), Digest: digest, Source: verify.SourceDigest(key), Version: h.Version, SessionID: h.ID,
 		UID: uint32(key.UID), GID: uint32(key.GID), Entries: st.Entries, Bytes: st.Bytes}
 }
 
@@ -496,20 +505,20 @@ func entryOf(tb testing.TB, p string) freshEntry {
 // status would, without a status of the sidecars; once pi marked one dirty
 // (its sidecar changed), that one is judged by a status.
 func TestFreshCacheVouched(t *testing.T) {
-	root, paths, refresh := freshTree(t)
+	sm := &seams{}
+	root, paths, refresh := freshTree(t, sm)
 	refresh()
 	for _, p := range []string{paths[0], paths[2]} {
 		migAppend(t, p, migEntryLine(migEntryID(0x300), "", "more"))
 	}
 	var vouched atomic.Int64
-	old := statusVouched
-	statusVouched = func(p string, v verify.Vouched) (verify.StatusReport, bool) {
+	old := sm.freshJudges().StatusVouched
+	sm.judges.StatusVouched = func(p string, v verify.Vouched) (verify.StatusReport, bool) {
 		vouched.Add(1)
 		return old(p, v)
 	}
-	t.Cleanup(func() { statusVouched = old })
-	n := countStatus(t)
-	dry := migOptions(root)
+	n := countStatus(sm)
+	dry := seamed(root, sm)
 	dry.DryRun = true
 	rep := migRun(t, dry)
 	if n.Load() != 0 || vouched.Load() != 2 {
@@ -534,19 +543,20 @@ func TestFreshCacheVouched(t *testing.T) {
 // file changed: a frame damaged since is caught by the CRC check, and the
 // session rebuilt in full.
 func TestFreshCacheFramesVouched(t *testing.T) {
-	root, paths, refresh := freshTree(t)
+	sm := &seams{}
+	root, paths, refresh := freshTree(t, sm)
 	refresh()
 	busy := discover.Session{Path: paths[2], Rel: mustRel(t, root, paths[2]), Sidecar: discover.SidecarPath(paths[2])}
 	a := discover.Session{Path: paths[0], Rel: mustRel(t, root, paths[0]), Sidecar: discover.SidecarPath(paths[0])}
-	c := loadFreshCache(root)
-	names, ok := c.framesVouched(busy)
+	c := verify.LoadFreshCache(root, sm.freshJudges())
+	names, ok := c.FramesVouched(busy)
 	if !ok {
 		t.Fatal("the sidecar the run wrote is not vouched for")
 	}
-	if listed, err := sidecarNames(busy.Sidecar); err != nil || !slices.Equal(names, listed) {
+	if listed, err := verify.SidecarNames(busy.Sidecar, ledger.FreshMaxNames); err != nil || !slices.Equal(names, listed) {
 		t.Fatalf("vouched names %q, the sidecar holds %q (%v)", names, listed, err)
 	}
-	if _, ok := c.framesVouched(a); ok {
+	if _, ok := c.FramesVouched(a); ok {
 		t.Fatal("a sidecar only a status judged is vouched for frame for frame")
 	}
 	rep := refresh() // continued in place without reading its frames
@@ -555,13 +565,13 @@ func TestFreshCacheFramesVouched(t *testing.T) {
 	}
 	// Continued with its vouched names (neither the base nor the result
 	// walked): the names vouched for are still the sidecar's listing.
-	if names, ok := loadFreshCache(root).framesVouched(busy); !ok {
+	if names, ok := verify.LoadFreshCache(root, sm.freshJudges()).FramesVouched(busy); !ok {
 		t.Fatal("the sidecar continued again is not vouched for")
-	} else if listed, err := sidecarNames(busy.Sidecar); err != nil || !slices.Equal(names, listed) {
+	} else if listed, err := verify.SidecarNames(busy.Sidecar, ledger.FreshMaxNames); err != nil || !slices.Equal(names, listed) {
 		t.Fatalf("vouched names %q after a vouched refresh, the sidecar holds %q (%v)", names, listed, err)
 	}
 	fixtures.FlipByte(t, store.SegmentPath(busy.Sidecar, 1), 50)
-	if _, ok := loadFreshCache(root).framesVouched(busy); ok {
+	if _, ok := verify.LoadFreshCache(root, sm.freshJudges()).FramesVouched(busy); ok {
 		t.Fatal("vouched for after a frame was damaged")
 	}
 	rep = refresh()
@@ -577,16 +587,17 @@ func TestFreshCacheFramesVouched(t *testing.T) {
 // judges every sidecar.
 func TestFreshCacheAfterMigrate(t *testing.T) {
 	for _, fine := range []bool{true, false} {
-		withFineCtime(t, fine)
+		sm := &seams{}
+		withFineCtime(sm, fine)
 		root := t.TempDir()
 		var paths []string
 		for _, stem := range []string{"a", "b"} {
 			p, _ := migSession(t, root, stem, 4)
 			paths = append(paths, p)
 		}
-		migRun(t, migOptions(root))
-		n := countStatus(t)
-		rep := migRun(t, migOptions(root))
+		migRun(t, seamed(root, sm))
+		n := countStatus(sm)
+		rep := migRun(t, seamed(root, sm))
 		for _, p := range paths {
 			if s := migResult(t, rep, p); s.Outcome != OutcomeSkipped {
 				t.Fatalf("%s: %+v", p, s)
@@ -595,32 +606,8 @@ func TestFreshCacheAfterMigrate(t *testing.T) {
 		if want := map[bool]int64{true: 0, false: 2}[fine]; n.Load() != want {
 			t.Fatalf("fine change times %v: the run after the migration judged %d sidecars, want %d", fine, n.Load(), want)
 		}
-		if _, ok := loadFreshCache(root).framesVouched(discover.Session{Path: paths[0], Rel: mustRel(t, root, paths[0]), Sidecar: discover.SidecarPath(paths[0])}); fine && !ok {
+		if _, ok := verify.LoadFreshCache(root, sm.freshJudges()).FramesVouched(discover.Session{Path: paths[0], Rel: mustRel(t, root, paths[0]), Sidecar: discover.SidecarPath(paths[0])}); fine && !ok {
 			t.Fatal("an installed sidecar is not vouched for frame for frame")
 		}
-	}
-}
-
-// TestFineCtimeProbe: the probe answers for this machine's file system
-// (Linux 6.13 and later give fine change times to ext4 and tmpfs; the
-// test only requires an answer and no file left), and removes a probe a
-// killed run left.
-func TestFineCtimeProbe(t *testing.T) {
-	dir := t.TempDir()
-	left := filepath.Join(dir, ctimeProbe+"123")
-	if err := os.WriteFile(left, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dev, fine := fineCtime(dir)
-	var st syscall.Stat_t
-	if err := syscall.Stat(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	if fine && dev != uint64(st.Dev) {
-		t.Fatalf("fine change times on device %d, the directory is on %d", dev, st.Dev)
-	}
-	t.Logf("fine change times: %v", fine)
-	if names, _ := os.ReadDir(dir); len(names) != 0 {
-		t.Fatalf("the probe left %v", names)
 	}
 }

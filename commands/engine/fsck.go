@@ -3,14 +3,16 @@ package engine
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"pisess/commands/tune"
 	"pisess/ledger"
 	"pisess/readers/discover"
+	"pisess/rollback"
+	"pisess/verify"
 	"pisess/writers/durable"
 )
 
@@ -26,7 +28,7 @@ type FsckOptions struct {
 	// without it Fsck writes nothing at all.
 	Repair bool
 	// Jobs is how many sessions are checked (and repaired) at once; 0
-	// means the number of CPUs.
+	// means the number of CPUs the process may use (tune.CPUs).
 	Jobs int
 	// CorrelationID is the run's id for --repair (journal notes, the
 	// quarantine directory); "" generates one.
@@ -90,7 +92,7 @@ func Fsck(ctx context.Context, opt FsckOptions) (FsckReport, error) {
 	}
 	r := &fsckRun{opt: opt, log: zerolog.Ctx(ctx)}
 	if r.opt.Jobs <= 0 {
-		r.opt.Jobs = runtime.NumCPU()
+		r.opt.Jobs = tune.CPUs()
 	}
 	if r.opt.LockTimeout <= 0 {
 		r.opt.LockTimeout = DefaultLockTimeout
@@ -151,7 +153,7 @@ type treeRun struct {
 	*fsckRun
 	tree    discover.Tree
 	journal *ledger.Journal
-	q       *quarantine // nil without --repair
+	repairs *rollback.Repairer // nil without --repair
 	// places are the sessions checked at once (opt.Jobs): a session
 	// waiting for a lock pi holds gives its place up meanwhile (aside).
 	places chan struct{}
@@ -168,7 +170,7 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 		out.Sessions = tr.sessions(ctx)
 		return out, ctx.Err()
 	}
-	if err := checkPisessDir(t.Root); err != nil {
+	if err := ledger.CheckPisessDir(t.Root); err != nil {
 		return out, err
 	}
 	var (
@@ -177,9 +179,9 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 		err   error
 	)
 	if r.opt.Repair {
-		lock, stale, err = lockTreeWait(ctx, r.opt.Ops, t.Root, r.opt.LockWait)
+		lock, stale, err = ledger.LockTreeWait(ctx, r.opt.Ops, t.Root, r.opt.LockWait)
 	} else {
-		lock, stale, err = lockTreeForCheck(ctx, r.opt.Ops, t.Root)
+		lock, stale, err = ledger.LockTreeForCheck(ctx, r.opt.Ops, t.Root)
 	}
 	if err != nil {
 		return out, fmt.Errorf("fsck %s: %w", t.Root, err)
@@ -200,36 +202,39 @@ func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string)
 	defer j.Close()
 	tr := &treeRun{fsckRun: r, tree: t, journal: j}
 	if r.opt.Repair {
-		if tr.q, err = newQuarantine(r.opt.Ops, t.Root, r.cid, j, r.opt.Clock); err != nil {
+		q, err := ledger.NewQuarantiner(r.opt.Ops, t.Root, r.cid, j, r.opt.Clock)
+		if err != nil {
 			return out, fmt.Errorf("fsck %s: %w", t.Root, err)
 		}
+		tr.repairs = &rollback.Repairer{Ops: r.opt.Ops, Clock: r.opt.Clock, LockTimeout: r.opt.LockTimeout, Log: r.log,
+			Root: t.Root, Journal: j, Q: q, Lock: tr.lock, Rebuild: tr.rebuild}
 	}
 
 	if stale != "" {
-		f := staleLockFinding(t.Root, stale)
-		if tr.q != nil {
+		f := verify.StaleLockFinding(t.Root, stale)
+		if tr.repairs != nil {
 			// Taking the lock over was the repair; record it.
 			f.Repaired = true
-			if err := tr.q.note(ledger.Note{Kind: ledger.NoteRepair, Path: f.Path,
+			if err := tr.repairs.Q.Note(ledger.Note{Kind: ledger.NoteRepair, Path: f.Path,
 				Detail: "stale tree lock taken over and cleared; its holder was: " + stale}); err != nil {
 				f.Repaired, f.RepairError = false, err.Error()
 			}
 		}
 		out.Findings = append(out.Findings, f)
 	}
-	jf, err := journalFindings(j)
+	jf, err := verify.JournalFindings(j)
 	if err != nil {
 		return out, fmt.Errorf("fsck %s: %w", t.Root, err)
 	}
 	out.Findings = append(out.Findings, jf...)
-	out.Findings = append(out.Findings, orphanFindings(t)...)
+	out.Findings = append(out.Findings, verify.OrphanFindings(t)...)
 
 	out.Sessions = tr.sessions(ctx)
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
-	if tr.q != nil {
-		tr.repairTree(out.Findings)
+	if tr.repairs != nil {
+		tr.repairs.Tree(out.Findings)
 	}
 	return out, nil
 }
@@ -272,42 +277,107 @@ func (tr *treeRun) lock(ctx context.Context, path string) (*durable.Lock, error)
 	return lockAside(ctx, tr.opt.Ops, path, tr.opt.LockTimeout, tr.aside)
 }
 
-// repairTree mends the tree's own findings: the journal lines and the
-// orphaned directories (the stale lock was mended by taking it).
-func (tr *treeRun) repairTree(fs []FsckFinding) {
-	for i := range fs {
-		f := &fs[i]
-		if f.Repaired || f.Notice {
-			continue
-		}
-		var err error
-		switch f.Action {
-		case ActionAcknowledge:
-			err = acknowledgeJournalLine(tr.q, *f)
-		case ActionQuarantine:
-			_, err = tr.q.move(tr.tree.Root, f.Path, "orphan", f.Detail)
-		default:
-			continue
-		}
-		if err != nil {
-			f.RepairError = err.Error()
-			tr.log.Warn().Err(err).Str("path", f.Path).Str("code", f.Code).Msg("repair failed")
-			continue
-		}
-		f.Repaired = true
+// session checks one session and, with --repair, repairs and re-checks it.
+func (tr *treeRun) session(ctx context.Context, s discover.Session) FsckSession {
+	out := FsckSession{Path: s.Path, Format: string(s.Format), Version: s.Version}
+	class, findings := verify.CheckSession(ctx, tr.opt.Ops, s)
+	out.Class, out.Findings = class, findings
+	if tr.repairs == nil || !verify.HasProblems(findings) {
+		return out
 	}
-	// Re-check the journal: only lines that are still unacknowledged stay.
-	left, err := journalFindings(tr.journal)
-	if err != nil {
-		return
-	}
-	still := map[int64]bool{}
-	for _, f := range left {
-		still[f.Line] = true
-	}
-	for i := range fs {
-		if fs[i].Code == CodeTreeJournal && still[fs[i].Line] {
-			fs[i].Repaired = false
+	tr.repairs.Session(ctx, s, &out)
+	return out
+}
+
+// The parts of an fsck report are verify's findings (fsck's checks live
+// there, its repairs in rollback); these are the names package commands
+// renders them by.
+type (
+	FsckFinding  = verify.FsckFinding
+	FsckSession  = verify.FsckSession
+	FsckTree     = verify.FsckTree
+	RepairAction = verify.RepairAction
+)
+
+// Repair actions and tree codes (verify's).
+const (
+	ActionNone              = verify.ActionNone
+	ActionCutTail           = verify.ActionCutTail
+	ActionRebuildIndex      = verify.ActionRebuildIndex
+	ActionRecomputeManifest = verify.ActionRecomputeManifest
+	ActionChmod             = verify.ActionChmod
+	ActionChown             = verify.ActionChown
+	ActionFinishRollback    = verify.ActionFinishRollback
+	ActionQuarantine        = verify.ActionQuarantine
+	ActionRestoreBackup     = verify.ActionRestoreBackup
+	ActionRebuild           = verify.ActionRebuild
+	ActionRefresh           = verify.ActionRefresh
+	ActionClearLock         = verify.ActionClearLock
+	ActionAcknowledge       = verify.ActionAcknowledge
+
+	CodeTreeStaging   = verify.CodeTreeStaging
+	CodeTreeBackup    = verify.CodeTreeBackup
+	CodeTreeOrphan    = verify.CodeTreeOrphan
+	CodeTreeStaleLock = verify.CodeTreeStaleLock
+	CodeTreeJournal   = verify.CodeTreeJournal
+	CodeTreeUnknown   = verify.CodeTreeUnknown
+	CodeUnchecked     = verify.CodeUnchecked
+)
+
+// FsckReport is what Fsck found and, with Repair, did.
+type FsckReport struct {
+	// CorrelationID is the run's id, which every journal note of its
+	// repairs carries and the quarantine directory is named after; "" for
+	// a check without --repair (which writes nothing).
+	CorrelationID string     `json:"correlationId,omitempty"`
+	Repair        bool       `json:"repair"`
+	Trees         []FsckTree `json:"trees"`
+	Totals        FsckTotals `json:"totals"`
+}
+
+// Tally counts the problems (notices excluded) and those repaired.
+func (r FsckReport) Tally() Tally {
+	return Tally{Problems: r.Totals.Problems, Repaired: r.Totals.Repaired}
+}
+
+// total fills in Totals.
+func (r *FsckReport) total() {
+	t := FsckTotals{Classes: map[verify.Class]int{}}
+	count := func(fs []FsckFinding) {
+		for _, f := range fs {
+			switch {
+			case f.Notice:
+				t.Notices++
+			case f.Repaired:
+				t.Problems++
+				t.Repaired++
+			default:
+				t.Problems++
+				t.Left++
+			}
 		}
 	}
+	for _, tr := range r.Trees {
+		count(tr.Findings)
+		for _, s := range tr.Sessions {
+			t.Sessions++
+			c := s.Class
+			if s.After != "" {
+				c = s.After
+			}
+			t.Classes[c]++
+			count(s.Findings)
+		}
+	}
+	r.Totals = t
+}
+
+// FsckTotals sums a report.
+type FsckTotals struct {
+	Sessions int                  `json:"sessions"`
+	Classes  map[verify.Class]int `json:"classes"`
+	Problems int                  `json:"problems"`
+	Repaired int                  `json:"repaired"`
+	Left     int                  `json:"left"`
+	Notices  int                  `json:"notices"`
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"path/filepath"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -10,7 +9,6 @@ import (
 	"pisess/ledger"
 	"pisess/readers/discover"
 	"pisess/rollback"
-	"pisess/writers/wire"
 )
 
 // HealReport is what a migrate run did about the leftovers of an
@@ -23,85 +21,6 @@ type HealReport struct {
 	// run took over ("" when none).
 	StaleLock string   `json:"staleLock,omitempty"`
 	Tree      FsckTree `json:"tree"`
-}
-
-// needsHeal returns the part of tree t an interrupted pisess run left:
-// sessions with <stem>.v2.staging.* or .v2.backup.* siblings, and staging
-// or backup directories whose session is gone (an orphaned sidecar may be
-// a user's and is left for fsck). The reference uses the same names for
-// its own staging and backups, so unless this run took over the tree lock
-// of a pisess run that died (stale: then everything there is that run's),
-// only what is recognisably pisess's is taken: a backup named after a run
-// this tree's journal knows (rollback.BackupPath), a staging store whose
-// own ledger holds a phase only pisess writes, for such a run. ok is
-// false when there is nothing of the kind.
-func needsHeal(t discover.Tree, j *ledger.Journal, stale bool) (discover.Tree, bool) {
-	var known map[string]bool
-	ours := func(dir, sidecar string, backup bool) bool {
-		if stale {
-			return true
-		}
-		if known == nil {
-			known = map[string]bool{}
-			if ids, err := j.CorrelationIDs(); err == nil {
-				for _, id := range ids {
-					known[id] = true
-				}
-			}
-		}
-		if backup {
-			for id := range known {
-				if rollback.BackupPath(sidecar, id) == filepath.Clean(dir) {
-					return true
-				}
-			}
-			return false
-		}
-		evs, err := ledger.ReadStoreEvents(dir)
-		if err != nil {
-			return false
-		}
-		for _, ev := range evs {
-			if ev.Phase != wire.PhaseCompleted && known[ev.CorrelationID] {
-				return true // the reference writes completed events only
-			}
-		}
-		return false
-	}
-	sel := discover.Tree{Root: t.Root}
-	for i := range t.Sessions {
-		s := &t.Sessions[i]
-		if s.Refusal != nil || len(s.Staging)+len(s.Backups) == 0 {
-			continue // nothing left beside it (a clean tree: every session, at no cost)
-		}
-		sidecar := discover.SidecarPath(s.Path)
-		x := *s
-		x.Staging, x.Backups = nil, nil
-		for _, p := range s.Staging {
-			if ours(p, sidecar, false) {
-				x.Staging = append(x.Staging, p)
-			}
-		}
-		for _, p := range s.Backups {
-			if ours(p, sidecar, true) {
-				x.Backups = append(x.Backups, p)
-			}
-		}
-		if len(x.Staging)+len(x.Backups) > 0 {
-			sel.Sessions = append(sel.Sessions, x)
-		}
-	}
-	for _, l := range t.Leftovers {
-		if l.IsSymlink {
-			continue
-		}
-		sidecar := filepath.Join(filepath.Dir(l.Path), l.Stem+discover.SidecarSuffix)
-		if (l.Kind == discover.LeftoverStaging && ours(l.Path, sidecar, false)) ||
-			(l.Kind == discover.LeftoverBackup && ours(l.Path, sidecar, true)) {
-			sel.Leftovers = append(sel.Leftovers, l)
-		}
-	}
-	return sel, len(sel.Sessions)+len(sel.Leftovers) > 0
 }
 
 // heal finishes or undoes what an interrupted run left in tree t before
@@ -120,7 +39,7 @@ func heal(ctx context.Context, log zerolog.Logger, opt MigrateOptions, t discove
 		return nil, err
 	}
 	defer j.Close()
-	sel, ok := needsHeal(t, j, stale != "")
+	sel, ok := rollback.NeedsHeal(t, j, stale != "")
 	if !ok {
 		return nil, nil
 	}

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,9 +14,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"pisess/commands/tune"
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
+	"pisess/rollback"
 	"pisess/verify"
 	"pisess/writers/durable"
 	"pisess/writers/wire"
@@ -150,7 +154,7 @@ func (r MigrateReport) Tally() Tally {
 type MigrateOptions struct {
 	Paths           []string // session files or trees; none: the default tree
 	DryRun          bool
-	Jobs            int // parallel sessions; 0: number of CPUs
+	Jobs            int // parallel sessions; 0: the CPUs the process may use (tune.CPUs)
 	CorrelationID   string
 	Force           bool
 	Strict          bool // refused sessions are problems (exit 4)
@@ -176,6 +180,8 @@ type MigrateOptions struct {
 	OnSession func(SessionResult)
 	// OnPlan is called once the plan is known, with the bytes it will read.
 	OnPlan func(sessions int, bytes int64)
+	// seams are what a test replaces (nil: nothing).
+	seams *seams
 }
 
 // Env is what the per-session pipeline needs from its run.
@@ -192,10 +198,10 @@ type Env struct {
 	Log     zerolog.Logger
 	// Refresh is the session's tree's refresh record (nil: every refresh
 	// is a full rebuild, and nothing is recorded).
-	Refresh *refreshRecords
+	Refresh *ledger.RefreshRecords
 	// Fresh is the session's tree's fresh cache (nil: a sidecar written is
 	// judged by a status next run).
-	Fresh *freshCache
+	Fresh *verify.FreshCache
 	// InPlace lets an incremental refresh continue the sidecar where it
 	// lies (refreshInPlace) instead of through a staging copy.
 	InPlace bool
@@ -204,6 +210,9 @@ type Env struct {
 	// waitAside, when set (fsck's rebuilds), runs a wait for a lock
 	// without the session's place in its caller's pool.
 	waitAside func(wait func())
+	// onOpened, when set (a test's seams.opened), is called with the
+	// session's path when its source has had its first pass.
+	onOpened func(path string)
 }
 
 // opened tells runJobs the session's source has had its first pass: it
@@ -263,10 +272,6 @@ type buildSlot struct {
 	reading, fullReading, staging chan struct{}
 	holds                         chan struct{} // the slot held: reading, staging or nil
 }
-
-// testHookOpened, when set by a test, is called with the session's path
-// when its source has had its first pass.
-var testHookOpened func(path string)
 
 func (b *buildSlot) staged() {
 	if b.holds != b.reading {
@@ -331,282 +336,381 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	if err := checkMigrateOptions(&opt); err != nil {
 		return MigrateReport{}, err
 	}
-	log := zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger()
-	rep := MigrateReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Strict: opt.Strict}
-	enterRun() // one P more while the work is system calls (procs.go)
-	defer exitRun()
-	// Each tree's caches are read on goroutines of their own from when the
-	// walk meets the tree, while it is listed; the walk then takes from
-	// the fresh cache the headers of the session files unchanged since a
-	// run judged them (a steady tree is walked without opening its
-	// sessions). A second walk (after healing) uses the same.
-	cachesOf := map[string]*treeCaches{}
-	walkOpt := discover.Options{Headers: func(root string) discover.Headers {
-		if cachesOf[root] == nil {
-			cachesOf[root] = loadTreeCaches(root)
-		}
-		return cachesOf[root]
-	}}
-	trees, err := walkRootsWith(opt.Paths, walkOpt)
+	r := &migrateRun{opt: opt, log: zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger(),
+		rep:      MigrateReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Strict: opt.Strict},
+		judges:   opt.seams.freshJudges(),
+		cachesOf: map[string]*treeCaches{}, journals: map[string]*ledger.Journal{}, listed: map[string]map[string]bool{}}
+	tune.EnterRun() // one P more while the work is system calls (commands/tune)
+	defer tune.ExitRun()
+	trees, err := r.walk()
 	if err != nil {
-		return rep, err
+		return r.rep, err
 	}
 	if !opt.DryRun {
-		locks, stale, err := lockTrees(ctx, log, opt.Ops, trees, opt.LockWait)
-		if err != nil {
-			return rep, err
-		}
+		locks, healed, err := r.lockAndHeal(ctx, trees)
 		defer unlockAll(locks)
-		// Self-healing (issue 12, item 9): what an interrupted run left
-		// is finished or undone before planning, so that the next cron
-		// run converges with no operator.
-		healed := false
-		for _, t := range trees {
-			h, err := heal(ctx, log, opt, t, stale[t.Root])
-			if h != nil {
-				rep.Healed = append(rep.Healed, *h)
-				healed = true
-			}
-			if err != nil {
-				return rep, fmt.Errorf("repair the leftovers of an interrupted run in %s: %w", t.Root, err)
-			}
+		if err != nil {
+			return r.rep, err
 		}
-		if healed {
-			if trees, err = walkRootsWith(opt.Paths, walkOpt); err != nil {
-				return rep, err
-			}
-		}
+		trees = healed
 	}
-	journals := map[string]*ledger.Journal{}
-	defer func() {
-		for _, j := range journals {
-			_ = j.Close() // what an append held open
-		}
-	}()
+	defer r.closeJournals()
+	if err := r.makeJobs(trees); err != nil {
+		return r.rep, err
+	}
+	discarded := r.planAndRun(ctx)
+	r.rep.Totals = totals(r.rep.Sessions)
+	r.syncJournals()
+	if !opt.DryRun {
+		r.recordRefusals()
+		r.settleDisplaced(discarded)
+		durable.Failpoint(fpAfterDiscards)
+		r.saveCaches()
+	}
+	if err := ctx.Err(); err != nil {
+		return r.rep, fmt.Errorf("migrate interrupted: %w", err)
+	}
+	return r.rep, nil
+}
+
+// migrateRun is one Migrate call: its options and report, and what its
+// steps hand on to each other.
+type migrateRun struct {
+	opt    MigrateOptions
+	log    zerolog.Logger
+	rep    MigrateReport
+	judges verify.FreshJudges
+	// cachesOf are the trees' state files, read from when the walk meets
+	// each tree.
+	cachesOf map[string]*treeCaches
+	// journals are the trees' journals, by root (none in a dry run).
+	journals map[string]*ledger.Journal
 	// listed are the sessions the walk found, by tree (for the caches'
 	// saves, which drop the entries of sessions that are gone).
-	listed := map[string]map[string]bool{}
+	listed map[string]map[string]bool
+	// jobs are the run's sessions, planned into place; ready[i] is closed
+	// once jobs[i] is planned.
+	jobs  []job
+	ready []chan struct{}
+	// The trees' state files the run uses, to save at its end.
+	refusals []*ledger.RefusalCache
+	fresh    []*verify.FreshCache
+	records  []*ledger.RefreshRecords
+	// env is what the run gives each session's pipeline.
+	env Env
+}
+
+// walk discovers the run's trees. Each tree's caches are read on
+// goroutines of their own from when the walk meets the tree, while it is
+// listed; the walk then takes from the fresh cache the headers of the
+// session files unchanged since a run judged them (a steady tree is
+// walked without opening its sessions). A second walk (after healing)
+// uses the same.
+func (r *migrateRun) walk() ([]discover.Tree, error) {
+	return walkRootsWith(r.opt.Paths, discover.Options{Headers: func(root string) discover.Headers {
+		if r.cachesOf[root] == nil {
+			r.cachesOf[root] = loadTreeCaches(root, r.judges)
+		}
+		return r.cachesOf[root]
+	}})
+}
+
+// lockAndHeal takes every tree's lock (the caller releases the locks
+// returned, whatever the error) and heals: what an interrupted run left
+// is finished or undone before planning (issue 12, item 9), so that the
+// next cron run converges with no operator. It returns the trees as they
+// are then (walked again when something was healed).
+func (r *migrateRun) lockAndHeal(ctx context.Context, trees []discover.Tree) ([]*durable.Lock, []discover.Tree, error) {
+	locks, stale, err := lockTrees(ctx, r.log, r.opt.Ops, trees, r.opt.LockWait)
+	if err != nil {
+		return nil, nil, err
+	}
+	healed := false
+	for _, t := range trees {
+		h, err := heal(ctx, r.log, r.opt, t, stale[t.Root])
+		if h != nil {
+			r.rep.Healed = append(r.rep.Healed, *h)
+			healed = true
+		}
+		if err != nil {
+			return locks, nil, fmt.Errorf("repair the leftovers of an interrupted run in %s: %w", t.Root, err)
+		}
+	}
+	if healed {
+		if trees, err = r.walk(); err != nil {
+			return locks, nil, err
+		}
+	}
+	return locks, trees, nil
+}
+
+func (r *migrateRun) closeJournals() {
+	for _, j := range r.journals {
+		_ = j.Close() // what an append held open
+	}
+}
+
+// makeJobs makes a job of every session of trees, with its tree's journal
+// and state files. The jobs are made first, then planned on goroutines of
+// their own while the first planned are already run (issue 14: the
+// planning of a steady tree is mostly system calls, the runs of its few
+// stale sessions leave a core idle). A job is large: made once, in place.
+func (r *migrateRun) makeJobs(trees []discover.Tree) error {
 	total := 0
 	for _, t := range trees {
 		total += len(t.Sessions)
 	}
-	// The jobs are made first, then planned on goroutines of their own
-	// while the first planned are already run (issue 14: the planning of
-	// a steady tree is mostly system calls, the runs of its few stale
-	// sessions leave a core idle). A job is large: made once, in place.
-	jobs := make([]job, 0, total)
-	ready := make([]chan struct{}, 0, total)
-	var caches []*refusalCache
-	var freshCaches []*freshCache
-	var records []*refreshRecords
+	r.jobs = make([]job, 0, total)
+	r.ready = make([]chan struct{}, 0, total)
 	for _, t := range trees {
-		rep.Trees = append(rep.Trees, t.Root)
-		listed[t.Root] = make(map[string]bool, len(t.Sessions))
+		r.rep.Trees = append(r.rep.Trees, t.Root)
+		r.listed[t.Root] = make(map[string]bool, len(t.Sessions))
 		for _, s := range t.Sessions {
-			listed[t.Root][s.Rel] = true
+			r.listed[t.Root][s.Rel] = true
 		}
-		rep.Skipped = append(rep.Skipped, t.Skipped...)
+		r.rep.Skipped = append(r.rep.Skipped, t.Skipped...)
 		var j *ledger.Journal
 		// A tree under a symlink gets no journal, as it gets no lock:
 		// every session in it is refused and nothing is written there.
-		if !opt.DryRun && len(t.Sessions) > 0 && t.SymlinkAncestor == "" {
-			if j, err = ledger.OpenJournalWith(opt.Ops, t.Root); err != nil {
-				return rep, fmt.Errorf("open journal of %s: %w", t.Root, err)
+		if !r.opt.DryRun && len(t.Sessions) > 0 && t.SymlinkAncestor == "" {
+			var err error
+			if j, err = ledger.OpenJournalWith(r.opt.Ops, t.Root); err != nil {
+				return fmt.Errorf("open journal of %s: %w", t.Root, err)
 			}
-			journals[t.Root] = j
+			r.journals[t.Root] = j
 		}
-		var cache *refusalCache
-		var fc *freshCache
-		tc := cachesOf[t.Root]
+		var cache *ledger.RefusalCache
+		var fc *verify.FreshCache
+		tc := r.cachesOf[t.Root]
 		if tc == nil && t.SymlinkAncestor == "" {
-			tc = loadTreeCaches(t.Root) // the walk meets every tree: not reached
+			tc = loadTreeCaches(t.Root, r.judges) // the walk meets every tree: not reached
 		}
 		if t.SymlinkAncestor == "" {
 			cache, fc = tc.refusals.get(), tc.fresh.get()
-			caches, freshCaches = append(caches, cache), append(freshCaches, fc)
+			r.refusals, r.fresh = append(r.refusals, cache), append(r.fresh, fc)
 		}
-		var rec *refreshRecords
+		var rec *ledger.RefreshRecords
 		if j != nil {
 			rec = tc.records.get()
-			records = append(records, rec)
+			r.records = append(r.records, rec)
 		}
 		for _, s := range t.Sessions {
-			jobs = append(jobs, job{session: s, journal: j, refresh: rec, fresh: fc, cache: cache})
-			ready = append(ready, make(chan struct{}))
+			r.jobs = append(r.jobs, job{session: s, journal: j, refresh: rec, fresh: fc, cache: cache})
+			r.ready = append(r.ready, make(chan struct{}))
 		}
 	}
+	return nil
+}
+
+// plan plans every job on goroutines of its own (planInto) and sends the
+// bytes the plan will read once it is known; busy is closed when the
+// first session starts.
+func (r *migrateRun) plan(busy <-chan struct{}) <-chan int64 {
 	planned := make(chan int64, 1)
-	busy := make(chan struct{}) // closed when the first session starts
 	go func() {
-		planInto(jobs, ready, busy, func(i int) {
-			jb := &jobs[i]
-			planWithCache(jb, opt.Force)
+		planInto(r.jobs, r.ready, busy, func(i int) {
+			jb := &r.jobs[i]
+			planWithCache(jb, r.opt.Force)
 			if a := jb.plan.action; jb.refresh != nil && jb.session.Rel != "" && (a == PlanRefresh || a == PlanMigrate) {
 				// What the record said before the session's run replaces
 				// it: the evidence about the sidecar a refresh displaces
 				// (read for the sessions that run only: the records are
 				// decoded when first asked for).
-				jb.prior, jb.hasPrior = jb.refresh.get(jb.session.Rel)
+				jb.prior, jb.hasPrior = jb.refresh.Get(jb.session.Rel)
 			}
 		})
 		var bytes int64
-		for _, jb := range jobs {
+		for _, jb := range r.jobs {
 			if jb.plan.action == PlanMigrate || jb.plan.action == PlanRefresh {
 				bytes += jb.session.Size
 			}
 		}
 		planned <- bytes
 	}()
+	return planned
+}
+
+// planAndRun plans the jobs and runs them as they are planned (runJobs),
+// reporting each session as it ends (the discarder, Progress, OnSession),
+// and returns once every session and every discard offered is done.
+func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
+	opt := r.opt
+	busy := make(chan struct{}) // closed when the first session starts
+	planned := r.plan(busy)
 	ops := opt.Ops
 	// Sessions not finished yet: a seal lingers only while another one
 	// may come to share it.
 	var unfinished atomic.Int64
-	unfinished.Store(int64(len(jobs)))
+	unfinished.Store(int64(len(r.jobs)))
 	if ops.Seals == nil {
-		ops.Seals = &durable.SyncGroup{Linger: sealLinger, // the jobs share their seals
+		ops.Seals = &durable.SyncGroup{Linger: opt.seams.linger(), // the jobs share their seals
 			Others: func() bool { return unfinished.Load() > 1 }}
 	}
-	env := Env{Clock: opt.Clock, Ops: ops, MaxSegmentBytes: opt.MaxSegmentBytes,
-		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: log,
-		InPlace: !opt.KeepDisplaced && !opt.CopyRefresh}
-	var dq *discarder
+	r.env = Env{Clock: opt.Clock, Ops: ops, MaxSegmentBytes: opt.MaxSegmentBytes,
+		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: r.log,
+		InPlace: !opt.KeepDisplaced && !opt.CopyRefresh, onOpened: opt.seams.openedHook()}
+	var dq *rollback.Discarder
 	if !opt.DryRun && !opt.KeepDisplaced {
-		dq = newDiscarder(opt.CorrelationID, func() string { return wire.FormatTimestamp(env.now()) })
+		dq = rollback.NewDiscarder(opt.CorrelationID, func() string { return wire.FormatTimestamp(r.env.now()) })
 	}
-	// What a session's end reports waits for the plan's report (OnPlan
-	// first, as a progress bar or a JSON progress stream needs it).
-	var reportMu sync.Mutex
-	type ended struct {
-		i   int
-		res SessionResult
-	}
-	var held []ended // while the plan is not reported
-	reported := false
-	report := func(i int, res SessionResult) {
+	rep := newSessionReporter(len(r.jobs), func(i int, res SessionResult) {
 		if dq != nil {
-			if err := dq.offer(i, jobs[i], res); err != nil {
-				log.Warn().Err(err).Str("session", res.Path).Msg("displaced sidecar kept")
+			if err := dq.Offer(i, displacedOf(r.jobs[i], res)); err != nil {
+				r.log.Warn().Err(err).Str("session", res.Path).Msg("displaced sidecar kept")
 			}
 		}
 		// Only the bytes the plan counted: a skipped or refused
 		// session's would take the progress past its total.
-		if a := jobs[i].plan.action; opt.Progress != nil && (a == PlanMigrate || a == PlanRefresh) {
-			opt.Progress(jobs[i].session.Size)
+		if a := r.jobs[i].plan.action; opt.Progress != nil && (a == PlanMigrate || a == PlanRefresh) {
+			opt.Progress(r.jobs[i].session.Size)
 		}
 		if opt.OnSession != nil {
 			opt.OnSession(res)
 		}
-	}
-	reportPlan := func(bytes int64) {
-		reportMu.Lock()
-		defer reportMu.Unlock()
-		if opt.OnPlan != nil {
-			opt.OnPlan(len(jobs), bytes)
-		}
-		reported = true
-		for _, e := range held {
-			report(e.i, e.res)
-		}
-		held = nil
-	}
+	}, opt.OnPlan)
 	planReported := make(chan struct{})
 	go func() {
-		reportPlan(<-planned)
+		rep.plan(<-planned)
 		close(planReported)
 	}()
-	rep.Sessions = runJobs(ctx, env, jobs, ready, busy, opt.Jobs, opt.CorrelationID, func(i int, res SessionResult) {
+	r.rep.Sessions = runJobs(ctx, r.env, r.jobs, r.ready, busy, opt.Jobs, opt.CorrelationID, func(i int, res SessionResult) {
 		unfinished.Add(-1)
-		reportMu.Lock()
-		defer reportMu.Unlock()
-		if !reported {
-			held = append(held, ended{i, res})
-			return
-		}
-		report(i, res)
+		rep.ended(i, res)
 	})
 	<-planReported
-	var discarded discardResults
-	if dq != nil {
-		discarded = dq.wait()
+	if dq == nil {
+		return rollback.DiscardResults{}
 	}
-	rep.Totals = totals(rep.Sessions)
-	for root, j := range journals {
-		// The sessions' progress records were appended without their own
-		// fsync (ledger.Journal.AppendUnsynced): make them durable before
-		// the run reports.
+	return dq.Wait()
+}
+
+// sessionReporter reports each session's end once the plan is reported
+// (OnPlan first, as a progress bar or a JSON progress stream needs it),
+// never two at once.
+type sessionReporter struct {
+	mu       sync.Mutex
+	sessions int
+	report   func(i int, res SessionResult)
+	onPlan   func(sessions int, bytes int64)
+	reported bool
+	held     []endedSession // while the plan is not reported
+}
+
+type endedSession struct {
+	i   int
+	res SessionResult
+}
+
+func newSessionReporter(sessions int, report func(i int, res SessionResult), onPlan func(sessions int, bytes int64)) *sessionReporter {
+	return &sessionReporter{sessions: sessions, report: report, onPlan: onPlan}
+}
+
+// plan reports the plan (the bytes it will read), then the sessions that
+// ended before it.
+func (p *sessionReporter) plan(bytes int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.onPlan != nil {
+		p.onPlan(p.sessions, bytes)
+	}
+	p.reported = true
+	for _, e := range p.held {
+		p.report(e.i, e.res)
+	}
+	p.held = nil
+}
+
+// ended reports session i's end, or holds it until the plan is reported.
+func (p *sessionReporter) ended(i int, res SessionResult) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.reported {
+		p.held = append(p.held, endedSession{i, res})
+		return
+	}
+	p.report(i, res)
+}
+
+// syncJournals makes durable the sessions' progress records, appended
+// without their own fsync (ledger.Journal.AppendUnsynced), before the run
+// reports.
+func (r *migrateRun) syncJournals() {
+	for root, j := range r.journals {
 		if err := j.Sync(); err != nil {
-			log.Warn().Err(err).Str("tree", root).Msg("journal not synced")
+			r.log.Warn().Err(err).Str("tree", root).Msg("journal not synced")
 		}
 	}
-	if !opt.DryRun {
-		for i, jb := range jobs {
-			if jb.cache != nil {
-				jb.cache.record(jb, rep.Sessions[i])
-			}
+}
+
+// recordRefusals tells the refusal caches what the run found.
+func (r *migrateRun) recordRefusals() {
+	for i, jb := range r.jobs {
+		if jb.cache != nil {
+			recordRefusal(jb.cache, jb, r.rep.Sessions[i])
 		}
-		done, kept := discarded.done, discarded.kept
-		for i, err := range kept {
-			log.Warn().Err(err).Str("session", jobs[i].session.Path).Msg("displaced sidecar kept")
-		}
-		// The emptied quarantine directories are removed once, after the
-		// run's last discard: a refresh in the same project would create
-		// and sync them again.
-		emptied := map[string]string{}
-		for _, d := range done {
-			rep.Sessions[d.job].Displaced = ""
-			rep.Sessions[d.job].Notes = append(rep.Sessions[d.job].Notes, discardedNote)
-			emptied[filepath.Dir(d.q)] = ledger.Quarantine(jobs[d.job].session.Tree, opt.CorrelationID)
-		}
-		for dir, stop := range emptied {
-			removeEmptyParents(dir, stop)
-		}
-		syncKeptDisplaced(env.Ops, rep.Sessions, log)
-		durable.Failpoint(fpAfterDiscards)
-		// The refresh records are saved while the caches are: separate
-		// files, each a megabyte or two of a large tree to encode and
-		// write, at the end of the run (issue 14).
-		var recordsSaved sync.WaitGroup
-		recordsSaved.Go(func() {
-			for _, r := range records {
-				if err := r.save(opt.Ops, listed[r.tree]); err != nil {
-					// Only work saved is lost: the next refresh is a full one.
-					log.Warn().Err(err).Str("tree", r.tree).Msg("refresh record not saved")
-				}
-			}
-		})
-		for _, c := range caches {
-			if err := c.save(opt.Ops, listed[c.tree]); err != nil {
-				// Only work saved is lost: the next run reads the refused
-				// sessions again.
-				log.Warn().Err(err).Str("tree", c.tree).Msg("refusal cache not saved")
-			}
-		}
-		wrote := map[string]bool{}
-		for i, jb := range jobs {
-			if o := rep.Sessions[i].Outcome; o == OutcomeDone || o == OutcomeFailed {
-				wrote[jb.session.Tree] = true
-			}
-		}
-		for _, c := range freshCaches {
-			if !wrote[c.tree] {
-				// A run that changed nothing writes nothing (issue 12):
-				// the verdicts wait for the next run that writes anyway
-				// (in a tree pi uses, the next refresh).
-				continue
-			}
-			c.settle()
-			if err := c.save(opt.Ops, listed[c.tree]); err != nil {
-				// Only work saved is lost: the next run judges every
-				// sidecar again.
-				log.Warn().Err(err).Str("tree", c.tree).Msg("fresh cache not saved")
-			}
-		}
-		recordsSaved.Wait()
 	}
-	if err := ctx.Err(); err != nil {
-		return rep, fmt.Errorf("migrate interrupted: %w", err)
+}
+
+// settleDisplaced reports the displaced sidecars the discarder removed
+// and those it kept, removes the quarantine directories the removals
+// emptied and makes the moves of the kept ones durable.
+func (r *migrateRun) settleDisplaced(discarded rollback.DiscardResults) {
+	for i, err := range discarded.Kept {
+		r.log.Warn().Err(err).Str("session", r.jobs[i].session.Path).Msg("displaced sidecar kept")
 	}
-	return rep, nil
+	// The emptied quarantine directories are removed once, after the
+	// run's last discard: a refresh in the same project would create and
+	// sync them again.
+	emptied := map[string]string{}
+	for _, d := range discarded.Done {
+		r.rep.Sessions[d.Job].Displaced = ""
+		r.rep.Sessions[d.Job].Notes = append(r.rep.Sessions[d.Job].Notes, rollback.DiscardedNote)
+		emptied[filepath.Dir(d.Path)] = ledger.Quarantine(r.jobs[d.Job].session.Tree, r.opt.CorrelationID)
+	}
+	for dir, stop := range emptied {
+		rollback.RemoveEmptyParents(dir, stop)
+	}
+	syncKeptDisplaced(r.env.Ops, r.rep.Sessions, r.log)
+}
+
+// saveCaches saves the trees' state files. Only work saved is lost when
+// one cannot be: the next refresh is a full one, the next run reads the
+// refused sessions or judges every sidecar again. The refresh records are
+// saved while the caches are: separate files, each a megabyte or two of a
+// large tree to encode and write, at the end of the run (issue 14).
+func (r *migrateRun) saveCaches() {
+	var recordsSaved sync.WaitGroup
+	recordsSaved.Go(func() {
+		for _, rec := range r.records {
+			if err := rec.Save(r.opt.Ops, r.listed[rec.Tree()]); err != nil {
+				r.log.Warn().Err(err).Str("tree", rec.Tree()).Msg("refresh record not saved")
+			}
+		}
+	})
+	for _, c := range r.refusals {
+		if err := c.Save(r.opt.Ops, r.listed[c.Tree()]); err != nil {
+			r.log.Warn().Err(err).Str("tree", c.Tree()).Msg("refusal cache not saved")
+		}
+	}
+	wrote := map[string]bool{}
+	for i, jb := range r.jobs {
+		if o := r.rep.Sessions[i].Outcome; o == OutcomeDone || o == OutcomeFailed {
+			wrote[jb.session.Tree] = true
+		}
+	}
+	for _, c := range r.fresh {
+		if !wrote[c.Tree()] {
+			// A run that changed nothing writes nothing (issue 12): the
+			// verdicts wait for the next run that writes anyway (in a
+			// tree pi uses, the next refresh).
+			continue
+		}
+		c.Settle()
+		if err := c.Save(r.opt.Ops, r.listed[c.Tree()]); err != nil {
+			r.log.Warn().Err(err).Str("tree", c.Tree()).Msg("fresh cache not saved")
+		}
+	}
+	recordsSaved.Wait()
 }
 
 func checkMigrateOptions(opt *MigrateOptions) error {
@@ -680,7 +784,7 @@ func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees [
 				continue
 			}
 		}
-		l, stale, err := lockTreeWait(ctx, ops, t.Root, wait)
+		l, stale, err := ledger.LockTreeWait(ctx, ops, t.Root, wait)
 		if err != nil {
 			unlockAll(locks)
 			return nil, nil, fmt.Errorf("lock tree %s: %w", t.Root, err)
@@ -704,18 +808,18 @@ type job struct {
 	session discover.Session
 	plan    plan
 	journal *ledger.Journal
-	refresh *refreshRecords
+	refresh *ledger.RefreshRecords
 	// fresh is the tree's fresh cache: it stands in for statuses in the
 	// planning, and is told of the sidecars the run writes.
-	fresh *freshCache
+	fresh *verify.FreshCache
 	// prior is the session's refresh record as the run found it (valid
 	// when hasPrior).
-	prior    refreshRecord
+	prior    ledger.RefreshRecord
 	hasPrior bool
 	// cache is the tree's refusal cache; identity the session file's
 	// identity taken before anything read it (valid when hasIdentity).
-	cache       *refusalCache
-	identity    fileIdentity
+	cache       *ledger.RefusalCache
+	identity    ledger.FileIdentity
 	hasIdentity bool
 	fromCache   bool
 }
@@ -739,7 +843,7 @@ func planAll(sessions []discover.Session, plan func(discover.Session) job) []job
 // 0.71 → 0.52 s, and 0.25 s less CPU, in alternating runs; a run with
 // nothing to do keeps every planner).
 func planInto(jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func(i int)) {
-	workers := min(max(runtime.NumCPU(), 2), len(jobs))
+	workers := min(max(tune.CPUs(), 2), len(jobs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -769,45 +873,6 @@ func planInto(jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func
 	wg.Wait()
 }
 
-// planWithCache plans jb's session, first asking the tree's refusal cache
-// (jb.cache): a session refused before and unchanged since is refused
-// again without being read, locked or journaled (issue 12, item 4). The
-// tree's fresh cache (jb.fresh) stands in for the sidecar's status when
-// it can (planSession).
-func planWithCache(jb *job, force bool) {
-	s := jb.session
-	if jb.cache != nil && s.Refusal == nil {
-		if jb.identity, jb.hasIdentity = identityOfKey(s.Key); !jb.hasIdentity {
-			jb.identity, jb.hasIdentity = identityOf(s.Path)
-		}
-		if jb.hasIdentity {
-			if e, ok := jb.cache.lookup(s.Rel, jb.identity); ok {
-				jb.fromCache = true
-				jb.plan = plan{action: PlanRefuse, reason: e.Reason,
-					refusal: &readers.RefusedError{Path: s.Path, Line: e.Line, Class: e.Class, Reason: e.Reason},
-					notes:   []string{"refused before and unchanged since (" + RefusalCacheName + "): not read again until pi writes it"}}
-				return
-			}
-		}
-	}
-	jb.plan = planSession(s, force, jb.fresh)
-}
-
-// record updates the cache with a session's outcome: a refusal found by
-// reading the session is remembered with the identity taken before the
-// read (a write during the read changes it, so the session is read again);
-// a session installed is forgotten.
-func (c *refusalCache) record(jb job, res SessionResult) {
-	switch {
-	case jb.fromCache || !jb.hasIdentity || jb.session.Rel == "":
-	case res.Outcome == OutcomeRefused && jb.plan.action != PlanRefuse && res.Error != nil:
-		c.remember(jb.session.Rel, jb.identity, &readers.RefusedError{Path: jb.session.Path,
-			Line: res.Error.Line, Class: readers.Class(res.Error.Class), Reason: res.Reason})
-	case res.Outcome == OutcomeDone || res.Outcome == OutcomeSkipped:
-		c.forget(jb.session.Rel)
-	}
-}
-
 // isClosed reports whether c (nil: never) is closed.
 func isClosed(c <-chan struct{}) bool {
 	select {
@@ -822,7 +887,7 @@ func isClosed(c <-chan struct{}) bool {
 // syncfs (durable.SyncGroup.Linger); sealWorkers bounds the sessions that
 // can wait so, each holding its session lock (pi waits that long at most
 // to write it).
-var (
+const (
 	sealLinger  = 3 * time.Millisecond
 	sealWorkers = 8
 )
@@ -838,7 +903,7 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 	type started struct {
 		i       int
 		reading chan struct{} // the reading place taken for it
-		heavy   bool          // its reading and staging are work for the CPUs (procs.go)
+		heavy   bool          // its reading and staging are work for the CPUs (tune.HeavyStart)
 	}
 	next := make(chan started)
 	reading, light, staging := make(chan struct{}, n), make(chan struct{}, n), make(chan struct{}, n)
@@ -857,11 +922,11 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 				e := env
 				e.Journal, e.Refresh, e.Fresh, e.slot = jobs[i].journal, jobs[i].refresh, jobs[i].fresh, slot
 				if st.heavy {
-					heavyStart()
+					tune.HeavyStart()
 				}
 				results[i] = runSession(ctx, e, jobs[i].session, jobs[i].plan, correlationID)
 				if st.heavy {
-					heavyEnd()
+					tune.HeavyEnd()
 				}
 				slot.release()
 				if finished != nil {
@@ -913,7 +978,7 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 			close(busy)
 			busy = nil
 		}
-		next <- started{i, place, jobs[i].session.Size >= heavySessionBytes && !small}
+		next <- started{i, place, jobs[i].session.Size >= tune.HeavySessionBytes && !small}
 	}
 	close(next)
 	wg.Wait()
@@ -974,4 +1039,33 @@ func totals(list []SessionResult) MigrateTotals {
 		}
 	}
 	return t
+}
+
+// displacedOf is what rollback.Discarder judges a finished session by.
+func displacedOf(jb job, res SessionResult) rollback.Displaced {
+	return rollback.Displaced{Journal: jb.journal, Tree: jb.session.Tree, Rel: jb.session.Rel, Session: jb.session.Path,
+		Sidecar: res.Sidecar, Class: jb.plan.class, Installed: res.Outcome == OutcomeDone, Path: res.Displaced,
+		Incremental: res.Incremental, Prior: jb.prior, HasPrior: jb.hasPrior}
+}
+
+// syncKeptDisplaced makes the moves of the displaced sidecars the run
+// kept durable: each directory they changed is synced once, however many
+// sessions share it (a discarded copy needs none: a crash that undoes its
+// move leaves it at its backup name, which fsck quarantines).
+func syncKeptDisplaced(ops durable.Ops, sessions []SessionResult, log zerolog.Logger) {
+	synced := map[string]bool{}
+	for _, s := range sessions {
+		if s.Displaced == "" {
+			continue
+		}
+		for _, dir := range s.syncDirs {
+			if synced[dir] {
+				continue
+			}
+			synced[dir] = true
+			if err := ops.SyncDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				log.Warn().Err(err).Str("session", s.Path).Msg("the move of the displaced sidecar into the quarantine may not survive a crash")
+			}
+		}
+	}
 }

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/google/uuid"
 
+	"pisess/commands/tune"
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
@@ -25,7 +25,9 @@ import (
 	"pisess/writers/wire"
 )
 
-func defaultJobs() int { return runtime.NumCPU() }
+// defaultJobs is --jobs when not given: the CPUs the process may use
+// (tune.CPUs: a container's CPU quota, not the host's CPUs).
+func defaultJobs() int { return tune.CPUs() }
 
 // plan is what migrate intends for one session, and why.
 type plan struct {
@@ -44,7 +46,7 @@ const sqliteNote = "pi's resume reads sidecars of JSONL sessions only: this side
 // planSession decides a session's action from discovery and the
 // sidecar's fast status (manifest, index size, source state; no frames),
 // or the tree's fresh cache (nil: none).
-func planSession(s discover.Session, force bool, fc *freshCache) plan {
+func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 	var p plan
 	if s.Format == readers.FormatSQLitev1 {
 		p.notes = append(p.notes, sqliteNote)
@@ -81,7 +83,7 @@ func planSession(s discover.Session, force bool, fc *freshCache) plan {
 		p.action, p.reason = PlanMigrate, "no sidecar"
 		return p
 	}
-	st, err := fc.status(s)
+	st, err := fc.Status(s)
 	if err != nil {
 		p.action, p.reason = PlanNeedsRepair, "status: "+err.Error()
 		if force {
@@ -272,15 +274,7 @@ func (x *session) journalEvents(sync bool, evs ...wire.MigrationEvent) error {
 	if x.env.DryRun || x.env.Journal == nil || len(evs) == 0 {
 		return nil
 	}
-	recs := make([]ledger.Record, len(evs))
-	for i, ev := range evs {
-		recs[i] = ledger.EventRecord(ev)
-	}
-	app := x.env.Journal.AppendAllUnsynced
-	if sync {
-		app = x.env.Journal.AppendAll
-	}
-	if err := app(recs...); err != nil {
+	if err := x.env.Journal.AppendEvents(sync, evs...); err != nil {
 		return fmt.Errorf("journal %s event: %w", evs[0].Phase, err)
 	}
 	return nil
@@ -371,8 +365,8 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	if err != nil {
 		return x.refusedOrFailed(res, err)
 	}
-	if testHookOpened != nil {
-		testHookOpened(s.Path)
+	if env.onOpened != nil {
+		env.onOpened(s.Path)
 	}
 	env.opened()
 	if id := src.Header().ID; !wire.ValidUUID(id) {
@@ -503,8 +497,8 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 		// Read under the session lock, just after the install: what the
 		// next run's status of the sidecar would see.
 		counters := st.Manifest.Counters
-		env.Fresh.vouch(s, fp, verify.Vouched{HeaderID: st.Manifest.SessionID,
-			Entries: counters.EntriesTotal, Bytes: counters.BytesTotal}, nil, seenKeys{})
+		env.Fresh.Vouch(s, fp, verify.Vouched{HeaderID: st.Manifest.SessionID,
+			Entries: counters.EntriesTotal, Bytes: counters.BytesTotal}, nil, verify.SeenKeys{})
 	}
 	durable.Failpoint(fpAfterCutover)
 	x.remember(fp, st)

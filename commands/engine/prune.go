@@ -1,16 +1,9 @@
 package engine
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -18,24 +11,6 @@ import (
 	"pisess/ledger"
 	"pisess/writers/durable"
 )
-
-// The failpoints of prune, in the order they are met: the crash harness
-// kills pisess at each (commands/crash_test.go, TestCrashPrune).
-const (
-	fpPruneAfterMove     = "engine.after-prune-move"     // one quarantine entry moved to .pisess/pruning/
-	fpPruneBeforeRewrite = "engine.before-prune-rewrite" // every entry moved, journal not yet rewritten
-	fpPruneAfterRewrite  = "engine.after-prune-rewrite"  // journal rewritten, .pisess/pruning/ not yet removed
-)
-
-func init() {
-	for _, name := range []string{fpPruneAfterMove, fpPruneBeforeRewrite, fpPruneAfterRewrite} {
-		durable.Register(name)
-	}
-}
-
-// pruningDir is where prune moves what it is about to delete: a run killed
-// midway leaves only this directory, which the next prune removes first.
-const pruningDir = "pruning"
 
 // PruneOptions configure Prune.
 type PruneOptions struct {
@@ -50,26 +25,11 @@ type PruneOptions struct {
 	Ops        durable.Ops
 }
 
-// PruneTree is what prune did (or would do) in one tree.
-type PruneTree struct {
-	Root string `json:"root"`
-	// Runs are the runs removed from the journal, oldest first.
-	Runs []string `json:"runs"`
-	// Quarantine are the quarantine entries removed (relative to .pisess/).
-	Quarantine []string `json:"quarantine"`
-	// Bytes is what the removed quarantine entries held.
-	Bytes int64 `json:"bytes"`
-	// JournalLines is how many journal lines were removed.
-	JournalLines int `json:"journalLines"`
-	// KeptRuns is how many runs stay (inside the window, or undated).
-	KeptRuns int `json:"keptRuns"`
-}
-
 // PruneReport is the result of Prune.
 type PruneReport struct {
-	DryRun bool        `json:"dryRun"`
-	Cutoff string      `json:"cutoff"`
-	Trees  []PruneTree `json:"trees"`
+	DryRun bool               `json:"dryRun"`
+	Cutoff string             `json:"cutoff"`
+	Trees  []ledger.PruneTree `json:"trees"`
 }
 
 // Tally implements Report.
@@ -93,7 +53,7 @@ func Prune(ctx context.Context, opt PruneOptions) (PruneReport, error) {
 		now = opt.Clock()
 	}
 	cutoff := now.Add(-opt.KeepWithin)
-	rep := PruneReport{DryRun: opt.DryRun, Cutoff: cutoff.UTC().Format(time.RFC3339), Trees: []PruneTree{}}
+	rep := PruneReport{DryRun: opt.DryRun, Cutoff: cutoff.UTC().Format(time.RFC3339), Trees: []ledger.PruneTree{}}
 	roots, err := treeRoots(opt.Paths)
 	if err != nil {
 		return rep, err
@@ -104,170 +64,14 @@ func Prune(ctx context.Context, opt PruneOptions) (PruneReport, error) {
 			return rep, err
 		}
 		if fi, err := os.Lstat(filepath.Join(root, ledger.PisessDir)); err != nil || !fi.IsDir() {
-			rep.Trees = append(rep.Trees, PruneTree{Root: root, Runs: []string{}, Quarantine: []string{}})
+			rep.Trees = append(rep.Trees, ledger.PruneTree{Root: root, Runs: []string{}, Quarantine: []string{}})
 			continue // nothing pisess made here; nothing to create either
 		}
-		pt, err := pruneTree(ctx, *log, opt, root, cutoff)
+		pt, err := ledger.Prune(ctx, *log, ledger.PruneOptions{DryRun: opt.DryRun, LockWait: opt.LockWait, Ops: opt.Ops}, root, cutoff)
 		rep.Trees = append(rep.Trees, pt)
 		if err != nil {
 			return rep, err
 		}
 	}
 	return rep, nil
-}
-
-func pruneTree(ctx context.Context, log zerolog.Logger, opt PruneOptions, root string, cutoff time.Time) (PruneTree, error) {
-	pt := PruneTree{Root: root, Runs: []string{}, Quarantine: []string{}}
-	pisess := filepath.Join(root, ledger.PisessDir)
-	trash := filepath.Join(pisess, pruningDir)
-	if !opt.DryRun {
-		l, _, err := lockTreeWait(ctx, opt.Ops, root, opt.LockWait)
-		if err != nil {
-			return pt, fmt.Errorf("prune %s: %w", root, err)
-		}
-		defer l.Unlock()
-		// A prune killed midway: finish it.
-		if err := removeTrash(trash); err != nil {
-			return pt, fmt.Errorf("prune %s: %w", root, err)
-		}
-	}
-	accs, order, _, err := scanRuns(root)
-	if err != nil {
-		return pt, err
-	}
-	prunable := map[string]bool{}
-	for _, id := range order {
-		a := accs[id]
-		if !a.badTime && !a.lastAny.IsZero() && a.lastAny.Before(cutoff) {
-			prunable[id] = true
-			pt.Runs = append(pt.Runs, id)
-		} else {
-			pt.KeptRuns++
-		}
-	}
-	// The quarantine entries to remove: those of pruned runs, and those no
-	// record names that are themselves older than the window.
-	qdir := filepath.Join(pisess, ledger.QuarantineDir)
-	entries, err := os.ReadDir(qdir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return pt, fmt.Errorf("prune %s: %w", root, err)
-	}
-	var remove []string
-	for _, e := range entries {
-		name := e.Name()
-		if !prunable[name] {
-			if accs[name] != nil {
-				continue
-			}
-			fi, err := e.Info()
-			if err != nil || !fi.ModTime().Before(cutoff) {
-				continue
-			}
-		}
-		remove = append(remove, name)
-		pt.Quarantine = append(pt.Quarantine, filepath.Join(ledger.QuarantineDir, name))
-		pt.Bytes += dirBytes(filepath.Join(qdir, name))
-	}
-	sort.Strings(pt.Quarantine)
-	drop := map[int64]bool{}
-	if len(prunable) > 0 {
-		j, err := ledger.OpenJournal(root)
-		if err != nil {
-			return pt, err
-		}
-		if _, err := j.Scan(func(r ledger.Record) error {
-			if prunable[r.CorrelationID()] {
-				drop[r.Line] = true
-			}
-			return nil
-		}); err != nil {
-			return pt, fmt.Errorf("prune %s: %w", root, err)
-		}
-	}
-	pt.JournalLines = len(drop)
-	if opt.DryRun {
-		return pt, nil
-	}
-
-	// Move first, rewrite the journal, then delete: a kill at any point
-	// leaves at most .pisess/pruning/ (removed by the next prune) and
-	// never a journal naming quarantine entries of a run inside the window
-	// that are gone.
-	if len(remove) > 0 {
-		if err := opt.Ops.MkdirPrivate(trash); err != nil && !errors.Is(err, fs.ErrExist) {
-			return pt, fmt.Errorf("prune %s: %w", root, err)
-		}
-	}
-	for _, name := range remove {
-		if err := opt.Ops.Rename(filepath.Join(qdir, name), filepath.Join(trash, name)); err != nil {
-			return pt, fmt.Errorf("prune %s: %w", root, err)
-		}
-		durable.Failpoint(fpPruneAfterMove)
-		log.Info().Str("tree", root).Str("entry", filepath.Join(ledger.QuarantineDir, name)).Msg("prune: quarantine entry removed")
-	}
-	durable.Failpoint(fpPruneBeforeRewrite)
-	if len(drop) > 0 {
-		if err := rewriteJournal(opt.Ops, root, drop); err != nil {
-			return pt, fmt.Errorf("prune %s: %w", root, err)
-		}
-		for _, id := range pt.Runs {
-			log.Info().Str("tree", root).Str("run", id).Msg("prune: run removed from the journal")
-		}
-	}
-	durable.Failpoint(fpPruneAfterRewrite)
-	if err := removeTrash(trash); err != nil {
-		return pt, fmt.Errorf("prune %s: %w", root, err)
-	}
-	return pt, nil
-}
-
-// removeTrash deletes .pisess/pruning/: only prune puts anything there.
-// A symlink in its place is removed, never followed.
-func removeTrash(trash string) error {
-	fi, err := os.Lstat(trash)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return os.Remove(trash)
-	}
-	return os.RemoveAll(trash)
-}
-
-// rewriteJournal replaces the journal by its lines minus the numbered ones
-// in drop (numbered as ledger's Scan numbers them: one per newline), every
-// other line byte for byte, atomically.
-func rewriteJournal(ops durable.Ops, root string, drop map[int64]bool) error {
-	path := ledger.JournalPath(root)
-	f, err := ops.OpenNoFollow(path, os.O_RDONLY, 0)
-	if err != nil {
-		return fmt.Errorf("rewrite journal: %w", err)
-	}
-	defer f.Close()
-	var out bytes.Buffer
-	r := bufio.NewReaderSize(f, 64<<10)
-	var n int64
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 0 {
-			n++
-			if !drop[n] {
-				out.Write(line)
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("rewrite journal: %w", err)
-		}
-	}
-	dir := filepath.Dir(path)
-	if err := ops.WriteFileAtomic(dir, dir, ledger.JournalName, out.Bytes(), 0o600); err != nil {
-		return fmt.Errorf("rewrite journal: %w", err)
-	}
-	return nil
 }

@@ -100,7 +100,7 @@ func TestRunsAndPrune(t *testing.T) {
 	if strings.Join(pt.Runs, ",") != ids[0]+","+ids[1] || pt.KeptRuns != 1 || pt.Bytes == 0 {
 		t.Fatalf("prune: %+v", pt)
 	}
-	for _, gone := range []string{filepath.Join(q, ids[1]), oldOrphan, filepath.Join(root, ledger.PisessDir, pruningDir)} {
+	for _, gone := range []string{filepath.Join(q, ids[1]), oldOrphan, filepath.Join(root, ledger.PisessDir, ledger.PruningDir)} {
 		if _, err := os.Lstat(gone); !os.IsNotExist(err) {
 			t.Errorf("%s still there (%v)", gone, err)
 		}

@@ -2,15 +2,12 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/google/uuid"
 
@@ -25,147 +22,6 @@ import (
 	"pisess/writers/wire"
 )
 
-// RefreshRecordName is the refresh record in a tree's .pisess/: for each
-// sidecar pisess installed, the source bytes it was built from (length and
-// SHA-256) and enough of the store's identity to know the record is still
-// about the sidecar on disk. pi marks a sidecar dirty on every save and
-// drops its fingerprint (FORMAT.md §8), and only ever appends whole lines:
-// with the record, a refresh proves the source is the old bytes plus new
-// lines and stages only those (issue 14, item 4).
-const RefreshRecordName = "refresh.json"
-
-// refreshRecordMax bounds what is read of the record file: it sits in a
-// user's tree and is data, trusted only as far as what it says is checked.
-const refreshRecordMax = 32 << 20
-
-// refreshRecord is one session's entry. Nothing in it is a path: it says
-// what to expect, and any mismatch means a full rebuild.
-type refreshRecord struct {
-	SourceBytes  int64  `json:"sourceBytes"`
-	SourceSHA256 string `json:"sourceSha256"`
-	Entries      uint64 `json:"entries"`
-	ChainHash    string `json:"chainHash"`
-	IndexSHA256  string `json:"indexSha256"`
-	// ManifestDev and ManifestIno identify the installed manifest.json:
-	// a sidecar rebuilt by pi, fsck or a rollback has another one.
-	ManifestDev uint64 `json:"manifestDev"`
-	ManifestIno uint64 `json:"manifestIno"`
-	// CorrelationID is the run that installed the sidecar: with the
-	// store's own completed event naming it, the record is evidence that
-	// pisess built the store, with no need to read the tree's journal (which
-	// grows with every run, and loses the run to prune).
-	CorrelationID string `json:"correlationId,omitempty"`
-	// ManifestSHA256 is the digest of the installed manifest.json: with
-	// the index digest, it vouches for everything of the store but its
-	// frames, which the refresh then only CRC-checks against their rows
-	// (store.Options.BaseVouched). A record without it (an older pisess)
-	// has the copy read every frame.
-	ManifestSHA256 string `json:"manifestSha256,omitempty"`
-	// SourceXXH3 and SourceSHA256State are the source bytes'
-	// normalize.PrefixHash (hex): with them a refresh proves the prefix
-	// by its XXH3 and goes on with the SHA-256 from its state, never
-	// SHA-256 hashing the prefix again. A record without them (an older
-	// pisess) has the prefix hashed with SHA-256.
-	SourceXXH3        string `json:"sourceXxh3,omitempty"`
-	SourceSHA256State string `json:"sourceSha256State,omitempty"`
-	// IndexSHA256State is the index digest's state (hex): a refresh in
-	// place of a sidecar the fresh cache vouches for goes on from it
-	// without hashing the index rows again. A record without it (an
-	// older pisess) has the rows hashed.
-	IndexSHA256State string `json:"indexSha256State,omitempty"`
-}
-
-func (r refreshRecord) sha() ([32]byte, bool) {
-	var d [32]byte
-	b, err := hex.DecodeString(r.SourceSHA256)
-	if err != nil || len(b) != len(d) || r.SourceSHA256 != strings.ToLower(r.SourceSHA256) {
-		return d, false
-	}
-	copy(d[:], b)
-	return d, true
-}
-
-// prefix returns the record's PrefixHash, nil when it has none or a
-// malformed one, or one whose SHA-256 state does not finish as the
-// record's digest (the prefix is then hashed with SHA-256).
-func (r refreshRecord) prefix() *normalize.PrefixHash {
-	x, err := hex.DecodeString(r.SourceXXH3)
-	if err != nil || len(x) != 16 || r.SourceXXH3 != strings.ToLower(r.SourceXXH3) {
-		return nil
-	}
-	st, n := recordedState(r.SourceSHA256State, r.SourceSHA256)
-	if st == nil || n != uint64(r.SourceBytes) {
-		return nil
-	}
-	p := &normalize.PrefixHash{SHA256State: st}
-	copy(p.XXH3[:], x)
-	return p
-}
-
-// indexState returns the record's index digest state, nil when it has
-// none or one that does not finish as the record's index digest (the
-// rows are then hashed).
-func (r refreshRecord) indexState() []byte {
-	st, _ := recordedState(r.IndexSHA256State, r.IndexSHA256)
-	return st
-}
-
-// recordedState decodes a record's SHA-256 state (hex) and the length it
-// has hashed; nil unless it is crypto/sha256's and finishes as digest
-// (hex): a record that disagrees with itself is not one pisess wrote.
-func recordedState(state, digest string) ([]byte, uint64) {
-	st, err := hex.DecodeString(state)
-	if err != nil {
-		return nil, 0
-	}
-	n, ok := wire.SHA256StateLength(st)
-	if !ok {
-		return nil, 0
-	}
-	h := sha256.New()
-	if h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st) != nil || hex.EncodeToString(h.Sum(nil)) != digest {
-		return nil, 0
-	}
-	return st, n
-}
-
-// refreshRecords is one tree's record, loaded once per run and shared by
-// its sessions' workers.
-type refreshRecords struct {
-	stateSet[refreshRecord]
-}
-
-func refreshRecordPath(tree string) string {
-	return filepath.Join(tree, ledger.PisessDir, RefreshRecordName)
-}
-
-// loadRefreshRecords reads the tree's record. Missing, unreadable or
-// malformed is empty: the record only saves work.
-func loadRefreshRecords(tree string) *refreshRecords {
-	return &refreshRecords{loadLazyStateSet(tree, RefreshRecordName, refreshRecordMax, func(e refreshRecord) bool {
-		_, ok := e.sha()
-		return ok && e.SourceBytes > 0
-	})}
-}
-
-func (c *refreshRecords) put(rel string, e refreshRecord) {
-	c.set(rel, e, func(old, e refreshRecord) bool { return old == e })
-}
-
-// manifestIdentity returns the device and inode of the sidecar's
-// manifest.json (a regular file, not followed).
-func manifestIdentity(sidecar string) (dev, ino uint64, ok bool) {
-	fi, err := os.Lstat(store.ManifestPath(sidecar))
-	if err != nil || !fi.Mode().IsRegular() {
-		return 0, 0, false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, 0, false
-	}
-	return uint64(st.Dev), st.Ino, true
-}
-
 // remember records the sidecar just installed from the source bytes fp
 // describes, st the store as its writer wrote it (nothing when the run
 // keeps no record, or the store's identity cannot be read: the next
@@ -175,12 +31,12 @@ func (x *session) remember(fp wire.SourceFingerprint, st writers.StageResult) {
 	if x.env.Refresh == nil || x.s.Rel == "" || x.s.Format != readers.FormatJSONLv3 {
 		return
 	}
-	dev, ino, ok := manifestIdentity(x.sidecar)
+	dev, ino, ok := store.ManifestIdentity(x.sidecar)
 	if !ok || st.IndexSHA256 == "" || st.ManifestSHA256 == "" {
 		return
 	}
 	m, idx, man := st.Manifest, st.IndexSHA256, st.ManifestSHA256
-	r := refreshRecord{
+	r := ledger.RefreshRecord{
 		SourceBytes: int64(fp.ByteLength), SourceSHA256: fp.SHA256,
 		Entries: m.Counters.EntriesTotal, ChainHash: m.Integrity.ChainHash, IndexSHA256: idx,
 		ManifestDev: dev, ManifestIno: ino, CorrelationID: x.correlation, ManifestSHA256: man,
@@ -191,7 +47,7 @@ func (x *session) remember(fp wire.SourceFingerprint, st writers.StageResult) {
 	if n, ok := wire.SHA256StateLength(x.prefix.SHA256State); ok && n == fp.ByteLength {
 		r.SourceXXH3, r.SourceSHA256State = hex.EncodeToString(x.prefix.XXH3[:]), hex.EncodeToString(x.prefix.SHA256State)
 	}
-	x.env.Refresh.put(x.s.Rel, r)
+	x.env.Refresh.Put(x.s.Rel, r)
 }
 
 // refreshAppended refreshes a stale sidecar in time proportional to what
@@ -252,11 +108,21 @@ func (x *session) refreshAppended(ctx context.Context, res SessionResult) (Sessi
 	return x.installAppended(ctx, res, staging, ar, src, &installed)
 }
 
+// recordPrefix is the record's normalize.PrefixHash, nil when it has none
+// (ledger.RefreshRecord.Prefix).
+func recordPrefix(r ledger.RefreshRecord) *normalize.PrefixHash {
+	x, st, ok := r.Prefix()
+	if !ok {
+		return nil
+	}
+	return &normalize.PrefixHash{XXH3: x, SHA256State: st}
+}
+
 // openAppended opens the entries the session gained since rec, keeping the
 // source in *src.
-func (x *session) openAppended(rec refreshRecord, sum [32]byte, src **jsonl.AppendSource) writers.OpenAppended {
+func (x *session) openAppended(rec ledger.RefreshRecord, sum [32]byte, src **jsonl.AppendSource) writers.OpenAppended {
 	return func(known func(string) bool) (readers.Source, error) {
-		a, err := jsonl.OpenAppend(x.s.Path, jsonl.AppendOptions{Offset: rec.SourceBytes, SHA256: sum, Prefix: rec.prefix(), Known: known})
+		a, err := jsonl.OpenAppend(x.s.Path, jsonl.AppendOptions{Offset: rec.SourceBytes, SHA256: sum, Prefix: recordPrefix(rec), Known: known})
 		if err != nil {
 			return nil, err
 		}
@@ -269,26 +135,26 @@ func (x *session) openAppended(rec refreshRecord, sum [32]byte, src **jsonl.Appe
 // when an incremental refresh may be tried: a JSONL session being
 // refreshed (not forced, not a dry run) whose sidecar is the one the
 // record describes (the same manifest.json).
-func (x *session) appendRecord(res SessionResult) (refreshRecord, [32]byte, bool) {
+func (x *session) appendRecord(res SessionResult) (ledger.RefreshRecord, [32]byte, bool) {
 	env, s := x.env, x.s
 	if env.Refresh == nil || env.DryRun || env.Force || res.Action != PlanRefresh ||
 		s.Format != readers.FormatJSONLv3 || s.Rel == "" {
-		return refreshRecord{}, [32]byte{}, false
+		return ledger.RefreshRecord{}, [32]byte{}, false
 	}
-	rec, ok := env.Refresh.get(s.Rel)
+	rec, ok := env.Refresh.Get(s.Rel)
 	if !ok {
-		return refreshRecord{}, [32]byte{}, false
+		return ledger.RefreshRecord{}, [32]byte{}, false
 	}
-	sum, ok := rec.sha()
-	if dev, ino, idok := manifestIdentity(x.sidecar); !ok || !idok || dev != rec.ManifestDev || ino != rec.ManifestIno {
-		return refreshRecord{}, [32]byte{}, false
+	sum, ok := rec.SHA256()
+	if dev, ino, idok := store.ManifestIdentity(x.sidecar); !ok || !idok || dev != rec.ManifestDev || ino != rec.ManifestIno {
+		return ledger.RefreshRecord{}, [32]byte{}, false
 	}
 	return rec, sum, true
 }
 
 // matchesRecord reports why base, the sidecar as an incremental refresh
 // read it, is not the one rec describes ("" when it is).
-func matchesRecord(b store.Base, rec refreshRecord) string {
+func matchesRecord(b store.Base, rec ledger.RefreshRecord) string {
 	if b.Manifest.Counters.EntriesTotal != rec.Entries || b.Manifest.Integrity.ChainHash != rec.ChainHash || b.IndexSHA256 != rec.IndexSHA256 ||
 		rec.ManifestSHA256 != "" && b.ManifestSHA256 != rec.ManifestSHA256 {
 		return "the sidecar is not the one the refresh record describes"

@@ -263,7 +263,7 @@ func TestIncrementalRefreshEndToEnd(t *testing.T) {
 	tree := t.TempDir()
 	path, _ := migSession(t, tree, "e2e", 20)
 	migRun(t, migOptions(tree))
-	record := refreshRecordPath(tree)
+	record := ledger.RefreshRecordPath(tree)
 	if _, err := os.Stat(record); err != nil {
 		t.Fatalf("no refresh record after the first migration: %v", err)
 	}
@@ -306,23 +306,23 @@ func TestIncrementalRefreshFallbacks(t *testing.T) {
 		outcome Outcome
 	}{
 		{"record missing", func(t *testing.T, tree, path string) {
-			os.Remove(refreshRecordPath(tree))
+			os.Remove(ledger.RefreshRecordPath(tree))
 			incAppend(t, path, 2, "d1")
 		}, OutcomeDone},
 		{"record forged digest", func(t *testing.T, tree, path string) {
-			editRecord(t, tree, func(r *refreshRecord) { r.SourceSHA256 = strings.Repeat("0", 64) })
+			editRecord(t, tree, func(r *ledger.RefreshRecord) { r.SourceSHA256 = strings.Repeat("0", 64) })
 			incAppend(t, path, 2, "d2")
 		}, OutcomeDone},
 		{"record of another manifest", func(t *testing.T, tree, path string) {
-			editRecord(t, tree, func(r *refreshRecord) { r.ManifestIno++ })
+			editRecord(t, tree, func(r *ledger.RefreshRecord) { r.ManifestIno++ })
 			incAppend(t, path, 2, "d3")
 		}, OutcomeDone},
 		{"record with another chain", func(t *testing.T, tree, path string) {
-			editRecord(t, tree, func(r *refreshRecord) { r.ChainHash = strings.Repeat("1", 64) })
+			editRecord(t, tree, func(r *ledger.RefreshRecord) { r.ChainHash = strings.Repeat("1", 64) })
 			incAppend(t, path, 2, "d4")
 		}, OutcomeDone},
 		{"record not JSON", func(t *testing.T, tree, path string) {
-			os.WriteFile(refreshRecordPath(tree), []byte("{"), 0o600)
+			os.WriteFile(ledger.RefreshRecordPath(tree), []byte("{"), 0o600)
 			incAppend(t, path, 2, "d5")
 		}, OutcomeDone},
 		{"prefix changed", func(t *testing.T, tree, path string) {
@@ -347,13 +347,13 @@ func TestIncrementalRefreshFallbacks(t *testing.T) {
 		{"record forged XXH3", func(t *testing.T, tree, path string) {
 			// The prefix is proved by its XXH3 alone: a record whose
 			// XXH3 is not the source's is a changed prefix.
-			editRecord(t, tree, func(r *refreshRecord) { r.SourceXXH3 = strings.Repeat("3", 32) })
+			editRecord(t, tree, func(r *ledger.RefreshRecord) { r.SourceXXH3 = strings.Repeat("3", 32) })
 			incAppend(t, path, 2, "da")
 		}, OutcomeDone},
 		{"record of another manifest's bytes", func(t *testing.T, tree, path string) {
 			// The store's frames are copied on the record's word, which
 			// must then be about these very bytes.
-			editRecord(t, tree, func(r *refreshRecord) { r.ManifestSHA256 = strings.Repeat("2", 64) })
+			editRecord(t, tree, func(r *ledger.RefreshRecord) { r.ManifestSHA256 = strings.Repeat("2", 64) })
 			incAppend(t, path, 2, "d9")
 		}, OutcomeDone},
 		{"appended duplicate id", func(t *testing.T, tree, path string) {
@@ -421,13 +421,13 @@ func appendLine(tb testing.TB, path, s string) {
 	}
 }
 
-func editRecord(tb testing.TB, tree string, edit func(*refreshRecord)) {
+func editRecord(tb testing.TB, tree string, edit func(*ledger.RefreshRecord)) {
 	tb.Helper()
-	b, err := os.ReadFile(refreshRecordPath(tree))
+	b, err := os.ReadFile(ledger.RefreshRecordPath(tree))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var rf stateFile[refreshRecord]
+	var rf ledger.StateFile[ledger.RefreshRecord]
 	if err := json.Unmarshal(b, &rf); err != nil {
 		tb.Fatal(err)
 	}
@@ -438,7 +438,7 @@ func editRecord(tb testing.TB, tree string, edit func(*refreshRecord)) {
 	if b, err = json.Marshal(rf); err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.WriteFile(refreshRecordPath(tree), b, 0o600); err != nil {
+	if err := os.WriteFile(ledger.RefreshRecordPath(tree), b, 0o600); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -567,17 +567,17 @@ func TestIncrementalRefreshBranches(t *testing.T) {
 func TestIncrementalRefreshOlderRecord(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		edit func(r *refreshRecord)
+		edit func(r *ledger.RefreshRecord)
 	}{
-		{"older pisess", func(r *refreshRecord) {
+		{"older pisess", func(r *ledger.RefreshRecord) {
 			r.ManifestSHA256, r.SourceXXH3, r.SourceSHA256State, r.IndexSHA256State = "", "", "", ""
 		}},
-		{"state not its digest", func(r *refreshRecord) {
+		{"state not its digest", func(r *ledger.RefreshRecord) {
 			st := []byte(r.SourceSHA256State)
 			st[20] ^= 1 // a hex digit of the chaining values: still hex
 			r.SourceSHA256State = string(st)
 		}},
-		{"index state not its digest", func(r *refreshRecord) {
+		{"index state not its digest", func(r *ledger.RefreshRecord) {
 			st := []byte(r.IndexSHA256State)
 			st[20] ^= 1
 			r.IndexSHA256State = string(st)
@@ -588,11 +588,11 @@ func TestIncrementalRefreshOlderRecord(t *testing.T) {
 			path, _ := migSession(t, tree, "older", 12)
 			migRun(t, migOptions(tree))
 			rel, _ := filepath.Rel(tree, path)
-			if rec, ok := loadRefreshRecords(tree).get(rel); !ok || rec.prefix() == nil || rec.indexState() == nil {
+			if rec, ok := ledger.LoadRefreshRecords(tree).Get(rel); !ok || recordPrefix(rec) == nil || rec.IndexState() == nil {
 				t.Fatalf("the first migration's record has no PrefixHash or index state: %+v", rec)
 			}
 			editRecord(t, tree, c.edit)
-			if rec, _ := loadRefreshRecords(tree).get(rel); rec.prefix() != nil && rec.indexState() != nil {
+			if rec, _ := ledger.LoadRefreshRecords(tree).Get(rel); recordPrefix(rec) != nil && rec.IndexState() != nil {
 				t.Fatal("the edited record still gives a PrefixHash and an index state")
 			}
 			for i, tag := range []string{"o1", "o2"} {
@@ -604,8 +604,8 @@ func TestIncrementalRefreshOlderRecord(t *testing.T) {
 				}
 				migAllVerified(t, r)
 				incSameAsFull(t, path, 0)
-				rec, ok := loadRefreshRecords(tree).get(rel)
-				if !ok || len(rec.ManifestSHA256) != 64 || rec.prefix() == nil || rec.indexState() == nil {
+				rec, ok := ledger.LoadRefreshRecords(tree).Get(rel)
+				if !ok || len(rec.ManifestSHA256) != 64 || recordPrefix(rec) == nil || rec.IndexState() == nil {
 					t.Fatalf("refresh %d: the new record is not complete: %+v", i, rec)
 				}
 				if want := fixtures.SHA256File(t, path); rec.SourceSHA256 != want {

@@ -43,7 +43,7 @@ const (
 // sidecar (FORMAT.md §8), so a crash or failure part way leaves a sidecar
 // the next run rebuilds. The result is byte for byte the store a full
 // rebuild writes at the same clock, its ledger included.
-func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec refreshRecord, sum [32]byte) (SessionResult, inPlaceNext) {
+func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ledger.RefreshRecord, sum [32]byte) (SessionResult, inPlaceNext) {
 	env, s := x.env, x.s
 	none := wire.Verification{}
 	// Tried once: while another process holds it, the staging copy
@@ -78,13 +78,13 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 		StageOptions: writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops}, Prepare: prepare,
 		Vouched: func() ([]string, bool) {
 			var ok bool
-			names, ok = env.Fresh.framesVouched(s)
+			names, ok = env.Fresh.FramesVouched(s)
 			return names, ok
 		},
 		// Written: the staging slot is free. The manifest, verification
 		// (a read-back of what was just written), ledger, seal and commit
 		// overlap the next session's writing, as a full build's do (build).
-		IndexSHA256State: rec.indexState(),
+		IndexSHA256State: rec.IndexState(),
 		Written:          env.yield})
 	switch {
 	case err == nil:
@@ -136,10 +136,10 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec ref
 	// Read under the locks, just after the last write: what the next
 	// run's status of the sidecar would see.
 	counters := ar.StageResult.Manifest.Counters
-	env.Fresh.vouch(s, passed.Fingerprint(), verify.Vouched{HeaderID: src.Header().ID,
+	env.Fresh.Vouch(s, passed.Fingerprint(), verify.Vouched{HeaderID: src.Header().ID,
 		Entries: counters.EntriesTotal, Bytes: counters.BytesTotal}, x.verifiedNames,
 		// Written since the verification looked: the ledger and state.
-		seenKeys{keys: x.verifiedKeys, changed: []string{path.Join(store.MigrationsDir, store.LedgerName), store.SourceStateName}})
+		verify.SeenKeys{Keys: x.verifiedKeys, Changed: []string{path.Join(store.MigrationsDir, store.LedgerName), store.SourceStateName}})
 	durable.Failpoint(fpAfterCutover)
 	x.remember(passed.Fingerprint(), ar.StageResult)
 	if err := x.progress(x.event(wire.PhaseCompleted, v, wire.OutcomeOK, "")); err != nil {

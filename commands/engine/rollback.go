@@ -120,7 +120,7 @@ func Rollback(ctx context.Context, opt RollbackOptions) (RollbackReport, error) 
 		}
 		// Any path inside a tree names that tree's one journal (issue 12).
 		tree := discover.TreeRoot(root)
-		if err := checkPisessDir(tree); err != nil {
+		if err := ledger.CheckPisessDir(tree); err != nil {
 			return rep, err
 		}
 		if _, err := os.Lstat(ledger.JournalPath(tree)); err != nil {
@@ -129,7 +129,7 @@ func Rollback(ctx context.Context, opt RollbackOptions) (RollbackReport, error) 
 			continue
 		}
 		if !opt.DryRun {
-			l, _, err := lockTreeWait(ctx, opt.Ops, tree, opt.LockWait)
+			l, _, err := ledger.LockTreeWait(ctx, opt.Ops, tree, opt.LockWait)
 			if err != nil {
 				return rep, fmt.Errorf("lock tree %s: %w", tree, err)
 			}

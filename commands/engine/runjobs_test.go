@@ -24,21 +24,17 @@ import (
 func TestRunJobsOverlaps(t *testing.T) {
 	// Seals that linger would let the second session's seal start the
 	// sync that covers the first's: the one this test holds is the first's.
-	old := sealLinger
-	sealLinger = 0
-	t.Cleanup(func() { sealLinger = old })
 	for _, at := range []string{"staging", "ledger", "seal"} {
 		t.Run(at, func(t *testing.T) {
 			root := t.TempDir()
 			first, _ := migSession(t, root, "a-first", 3)
 			second, _ := migSession(t, root, "b-second", 3)
 			var secondOpened, secondStaged atomic.Bool
-			testHookOpened = func(path string) {
+			sm := &seams{noLinger: true, opened: func(path string) {
 				if path == second {
 					secondOpened.Store(true)
 				}
-			}
-			t.Cleanup(func() { testHookOpened = nil })
+			}}
 			ready := func() bool {
 				if at == "staging" {
 					return secondOpened.Load()
@@ -60,7 +56,7 @@ func TestRunJobsOverlaps(t *testing.T) {
 					}
 				})
 			}
-			opt := migOptions(root)
+			opt := seamed(root, sm)
 			opt.Jobs = 1
 			opt.Ops = durable.OS
 			suffix := filepath.Join("segments", "0000000000000001.seg")
@@ -177,13 +173,11 @@ func TestRunJobsStartsInOrder(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var got []string
-	testHookOpened = func(path string) {
+	opt := seamed(root, &seams{opened: func(path string) {
 		mu.Lock()
 		got = append(got, path)
 		mu.Unlock()
-	}
-	t.Cleanup(func() { testHookOpened = nil })
-	opt := migOptions(root)
+	}})
 	opt.Jobs = 1
 	migRun(t, opt)
 	if !slices.Equal(got, want) {

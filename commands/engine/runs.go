@@ -6,39 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"time"
 
 	"pisess/ledger"
 	"pisess/readers/discover"
-	"pisess/writers/wire"
 )
-
-// RunInfo is one run of a tree's journal, as `pisess runs` lists it.
-type RunInfo struct {
-	CorrelationID string `json:"correlationId"`
-	// Command is what the run's records show it was: migrate, upgrade or
-	// fsck --repair ("" when they do not say).
-	Command string `json:"command"`
-	Start   string `json:"start"` // the first record's time
-	End     string `json:"end"`   // the last record's time, rollback records excluded
-	// Sessions is how many sessions the run has records of.
-	Sessions  int `json:"sessions"`
-	Completed int `json:"completed"` // completed/ok events: sidecars installed
-	Failed    int `json:"failed"`
-	Upgraded  int `json:"upgraded"`
-	Repairs   int `json:"repairs"` // repair and quarantined notes
-	// Discarded is how many displaced sidecars the run did not keep.
-	Discarded  int    `json:"discarded"`
-	RolledBack bool   `json:"rolledBack"`
-	RollbackAt string `json:"rollbackAt,omitempty"`
-	// QuarantineBytes is what the run's quarantine directory holds.
-	QuarantineBytes int64 `json:"quarantineBytes"`
-}
 
 // TreeRuns is one tree's runs, oldest first.
 type TreeRuns struct {
-	Root string    `json:"root"`
-	Runs []RunInfo `json:"runs"`
+	Root string           `json:"root"`
+	Runs []ledger.RunInfo `json:"runs"`
 	// BadLines is how many journal lines do not parse (fsck reports them).
 	BadLines int `json:"badLines"`
 }
@@ -69,7 +45,7 @@ func Runs(ctx context.Context, opt RunsOptions) (RunsReport, error) {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		runs, bad, err := journalRuns(root)
+		runs, bad, err := ledger.JournalRuns(root)
 		if err != nil {
 			return rep, err
 		}
@@ -106,138 +82,4 @@ func treeRoots(paths []string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
-}
-
-// runAcc accumulates one run's records.
-type runAcc struct {
-	info       RunInfo
-	start, end time.Time
-	lastAny    time.Time // the last record, rollback records included
-	sessions   map[string]bool
-	planned    bool
-	badTime    bool
-}
-
-// journalRuns reads a tree's journal into runs, oldest first.
-func journalRuns(root string) ([]RunInfo, int, error) {
-	accs, order, bad, err := scanRuns(root)
-	if err != nil {
-		return nil, 0, err
-	}
-	out := make([]RunInfo, 0, len(order))
-	for _, id := range order {
-		a := accs[id]
-		a.info.Sessions = len(a.sessions)
-		switch {
-		case a.info.Upgraded > 0:
-			a.info.Command = "upgrade"
-		case a.info.Repairs > 0:
-			// fsck --repair (or migrate's self-healing) also rebuilds
-			// through the migrate pipeline; only repairs write these.
-			a.info.Command = "fsck --repair"
-		case a.planned:
-			a.info.Command = "migrate"
-		}
-		if !a.start.IsZero() {
-			a.info.Start = wire.FormatTimestamp(a.start)
-			a.info.End = wire.FormatTimestamp(a.end)
-		}
-		a.info.QuarantineBytes = dirBytes(ledger.Quarantine(root, id))
-		out = append(out, a.info)
-	}
-	return out, bad, nil
-}
-
-// scanRuns groups the journal's records by correlation id.
-func scanRuns(root string) (map[string]*runAcc, []string, int, error) {
-	j, err := ledger.OpenJournal(root)
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("journal of %s: %w", root, err)
-	}
-	accs := map[string]*runAcc{}
-	var order []string
-	badLines, err := j.Scan(func(r ledger.Record) error {
-		id := r.CorrelationID()
-		a := accs[id]
-		if a == nil {
-			a = &runAcc{info: RunInfo{CorrelationID: id}, sessions: map[string]bool{}}
-			accs[id] = a
-			order = append(order, id)
-		}
-		at, session := "", r.Session()
-		rollbackRec := false
-		if ev := r.Event; ev != nil {
-			at = ev.At
-			switch ev.Phase {
-			case wire.PhasePlanned:
-				a.planned = true
-			case wire.PhaseCompleted:
-				if ev.Outcome == wire.OutcomeOK {
-					a.info.Completed++
-				}
-			case wire.PhaseFailed:
-				a.info.Failed++
-			case wire.PhaseRollback:
-				rollbackRec = true
-				a.info.RolledBack = true
-			}
-		}
-		if n := r.Note; n != nil {
-			at = n.At
-			switch n.Kind {
-			case ledger.NoteUpgraded:
-				a.info.Upgraded++
-			case ledger.NoteRepair, ledger.NoteQuarantined:
-				a.info.Repairs++
-			case ledger.NoteDiscarded:
-				a.info.Discarded++
-			}
-		}
-		t, err := time.Parse(time.RFC3339Nano, at)
-		if err != nil {
-			a.badTime = true
-			return nil
-		}
-		if t.After(a.lastAny) {
-			a.lastAny = t
-		}
-		if rollbackRec {
-			if a.info.RollbackAt == "" || at > a.info.RollbackAt {
-				a.info.RollbackAt = at
-			}
-			return nil
-		}
-		if session != "" {
-			a.sessions[session] = true
-		}
-		if a.start.IsZero() || t.Before(a.start) {
-			a.start = t
-		}
-		if t.After(a.end) {
-			a.end = t
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("journal of %s: %w", root, err)
-	}
-	return accs, order, len(badLines), nil
-}
-
-// dirBytes is the size of the regular files under dir (0 when missing);
-// symlinks are not followed.
-func dirBytes(dir string) int64 {
-	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n
 }

@@ -1,23 +1,17 @@
 package engine
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
 	"time"
 
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
 	"pisess/verify"
-	"pisess/writers/wire"
 )
 
 // StatusOptions configure Status.
@@ -68,11 +62,11 @@ type StatusReport struct {
 
 // StatusTree is what status says of a tree as a whole.
 type StatusTree struct {
-	Root            string   `json:"root"`
-	JournalBytes    int64    `json:"journalBytes"`
-	QuarantineBytes int64    `json:"quarantineBytes"`
-	Runs            int      `json:"runs"`
-	LastRun         *RunInfo `json:"lastRun,omitempty"`
+	Root            string          `json:"root"`
+	JournalBytes    int64           `json:"journalBytes"`
+	QuarantineBytes int64           `json:"quarantineBytes"`
+	Runs            int             `json:"runs"`
+	LastRun         *ledger.RunInfo `json:"lastRun,omitempty"`
 }
 
 // Tally: status is informational; whatever it finds, it has run cleanly.
@@ -105,7 +99,7 @@ func Status(ctx context.Context, opt StatusOptions) (StatusReport, error) {
 	for _, t := range trees {
 		rep.Trees = append(rep.Trees, statusTree(t.Root))
 		rep.Skipped = append(rep.Skipped, t.Skipped...)
-		last := lastMigrations(t.Root)
+		last := ledger.LastMigrations(t.Root)
 		for _, s := range t.Sessions {
 			if err := ctx.Err(); err != nil {
 				return rep, err
@@ -127,8 +121,8 @@ func statusTree(root string) StatusTree {
 	if fi, err := os.Lstat(ledger.JournalPath(root)); err == nil {
 		st.JournalBytes = fi.Size()
 	}
-	st.QuarantineBytes = dirBytes(filepath.Join(root, ledger.PisessDir, ledger.QuarantineDir))
-	if runs, _, err := journalRuns(root); err == nil && len(runs) > 0 {
+	st.QuarantineBytes = ledger.DirBytes(filepath.Join(root, ledger.PisessDir, ledger.QuarantineDir))
+	if runs, _, err := ledger.JournalRuns(root); err == nil && len(runs) > 0 {
 		st.Runs = len(runs)
 		last := runs[0]
 		for _, r := range runs[1:] {
@@ -175,7 +169,7 @@ func statusOf(s discover.Session) StatusEntry {
 		e.Entries, e.HasEntries = st.Entries, true
 	}
 	if s.Format == readers.FormatJSONLv3 && (s.Size <= statusScanLimit || !e.HasEntries) && s.Size <= statusScanMax {
-		name, lines, err := scanJSONL(s.Path)
+		name, lines, err := verify.ScanJSONL(s.Path)
 		if err == nil {
 			e.Name = name
 			if !e.HasEntries {
@@ -187,99 +181,6 @@ func statusOf(s discover.Session) StatusEntry {
 		e.Name = st.Name
 	}
 	return e
-}
-
-// Status stays fast whatever a session's size (issue 14): the source is
-// scanned for its name (and, without a sidecar, its entry count) only up
-// to these sizes; above them the entry count comes from the sidecar's
-// manifest and the name is not shown (the JSON has it as null).
-const (
-	statusScanLimit = 16 << 20  // with a sidecar: name only
-	statusScanMax   = 256 << 20 // without one: the entry count too
-)
-
-// scanJSONL passes once over a JSONL session: the name of its last
-// session_info entry (parsing only lines that mention session_info) and
-// the number of entry lines (lines after the header that are not blank).
-func scanJSONL(path string) (*string, uint64, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("%s: not a regular file", path)
-	}
-	r := bufio.NewReaderSize(f, 256<<10)
-	var (
-		name  *string
-		lines uint64
-		first = true
-		line  []byte
-	)
-	for {
-		chunk, err := r.ReadSlice('\n')
-		line = append(line[:0], chunk...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			chunk, err = r.ReadSlice('\n')
-			line = append(line, chunk...)
-		}
-		if len(line) > 0 {
-			switch {
-			case first:
-				first = false
-			case len(bytes.TrimSpace(line)) > 0:
-				lines++
-				if bytes.Contains(line, []byte(`session_info`)) {
-					if n, ok := sessionInfoName(line); ok {
-						name = n
-					}
-				}
-			}
-		}
-		if err == io.EOF {
-			return name, lines, nil
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-	}
-}
-
-// sessionInfoName returns the name of a session_info entry line: ok with
-// a nil name when the entry clears it.
-func sessionInfoName(line []byte) (*string, bool) {
-	v, err := wire.ParseJSON(bytes.TrimSpace(line), nil)
-	if err != nil || v.Kind != wire.KindObject {
-		return nil, false
-	}
-	if t, ok := v.Get("type"); !ok || t.Kind != wire.KindString || t.Str != "session_info" {
-		return nil, false
-	}
-	n, ok := v.Get("name")
-	if !ok || n.Kind != wire.KindString {
-		return nil, true
-	}
-	s := n.Str
-	return &s, true
-}
-
-// lastMigrations maps each session path of a tree to the correlation id
-// of the last run that completed its migration, reading the journal once
-// (ledger.LastMigration per session would read it once per session).
-func lastMigrations(tree string) map[string]string {
-	out := map[string]string{}
-	j, err := ledger.OpenJournal(tree)
-	if err != nil {
-		return out
-	}
-	_, _ = j.Scan(func(r ledger.Record) error {
-		if ev := r.Event; ev != nil && ev.Phase == wire.PhaseCompleted && ev.Outcome == wire.OutcomeOK {
-			out[filepath.Clean(ev.SourcePath)] = ev.CorrelationID
-		}
-		return nil
-	})
-	return out
 }
 
 // statusClasses lists the classes in the order reports show them.
@@ -306,3 +207,12 @@ func ClassOrder(totals map[verify.Class]int) []verify.Class {
 	sort.Slice(rest, func(i, j int) bool { return rest[i] < rest[j] })
 	return append(out, rest...)
 }
+
+// Status stays fast whatever a session's size (issue 14): the source is
+// scanned for its name (and, without a sidecar, its entry count) only up
+// to these sizes; above them the entry count comes from the sidecar's
+// manifest and the name is not shown (the JSON has it as null).
+const (
+	statusScanLimit = 16 << 20  // with a sidecar: name only
+	statusScanMax   = 256 << 20 // without one: the entry count too
+)

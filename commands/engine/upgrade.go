@@ -196,7 +196,7 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 			need = need || needsUpgrade(s, versions[s.Path])
 		}
 		if need {
-			l, _, err := lockTreeWait(ctx, opt.Ops, t.Root, opt.LockWait)
+			l, _, err := ledger.LockTreeWait(ctx, opt.Ops, t.Root, opt.LockWait)
 			if err != nil {
 				return fmt.Errorf("upgrade %s: %w", t.Root, err)
 			}

@@ -119,8 +119,12 @@ type Summary struct {
 // in the writer's exact form are read without parsing their payloads
 // (wire.ParseFrameFast): the caller must compare ChainHash, which covers
 // every payload byte, with the chain over payloads it knows are sound.
-func (s *Store) CheckSummary() ([]Problem, Summary) {
-	c := &checker{s: s, segs: map[uint64]*segInfo{}, fastFrames: true}
+func (s *Store) CheckSummary() ([]Problem, Summary) { return s.checkSummary(rowsKept) }
+
+// checkSummary is CheckSummary keeping at most keep index rows in memory
+// (checker.rows).
+func (s *Store) checkSummary(keep int) ([]Problem, Summary) {
+	c := &checker{s: s, segs: map[uint64]*segInfo{}, fastFrames: true, rowsKept: keep}
 	c.check()
 	return c.problems, Summary{FramesOK: c.framesOK, Entries: c.counters.EntriesTotal, Bytes: c.bytes,
 		ChainHash: c.chain, EntryDigest: c.digest.Sum()}
@@ -169,8 +173,8 @@ type rowFacts struct {
 	lastCRC         string
 }
 
-// rowsKept: see checker.rows. A variable for the tests.
-var rowsKept = 1 << 16
+// rowsKept: see checker.rows (a test keeps fewer: checkSummary).
+const rowsKept = 1 << 16
 
 // The shortest and longest index rows the writer makes (171 and 393 bytes
 // with the newline): one-digit numbers and a one-character id; 20-digit
@@ -197,9 +201,10 @@ type checker struct {
 	// rows holds the index rows readIndex accepted while there are at most
 	// rowsKept of them; a bigger index is parsed again by allRows, as the
 	// rows of a million entries would cost more than a second parse.
-	rows  []indexedRow
-	nrows int
-	facts rowFacts
+	rows     []indexedRow
+	nrows    int
+	rowsKept int
+	facts    rowFacts
 	// graph holds the rows' entry ids (node n is row n) and, once frames
 	// are verified, their parents.
 	graph idgraph.Graph
@@ -343,8 +348,8 @@ func (c *checker) readIndex() {
 	// when there are surely more than rowsKept: grown by appends, and
 	// dropped at rowsKept, they cost about twice their size in
 	// allocations, all of it wasted on a large store.
-	if size/maxIndexRowBytes < int64(rowsKept) {
-		c.rows = make([]indexedRow, 0, min(size/minIndexRowBytes+1, int64(rowsKept)))
+	if size/maxIndexRowBytes < int64(c.rowsKept) {
+		c.rows = make([]indexedRow, 0, min(size/minIndexRowBytes+1, int64(c.rowsKept)))
 	}
 	lr := newLineReader(f)
 	var prev wire.IndexRow
@@ -385,7 +390,7 @@ func (c *checker) readIndex() {
 			bad("segmentSeq %d follows %d: segments must not go backwards", row.SegmentSeq, prev.SegmentSeq)
 			return
 		}
-		if c.rows != nil && c.nrows < rowsKept {
+		if c.rows != nil && c.nrows < c.rowsKept {
 			c.rows = append(c.rows, indexedRow{row, lr.line})
 		} else {
 			c.rows = nil

@@ -361,10 +361,7 @@ func TestCheckDamageTable(t *testing.T) {
 // an index of more than rowsKept rows.
 func checkRereading(tb testing.TB, dir string) ([]Problem, Summary) {
 	tb.Helper()
-	saved := rowsKept
-	rowsKept = 0
-	defer func() { rowsKept = saved }()
-	return mustOpen(tb, dir).CheckSummary()
+	return mustOpen(tb, dir).checkSummary(0)
 }
 
 // A symlinked directory on the way to the store is found too.
@@ -469,14 +466,11 @@ func TestCheckNoticesAnIndexChangedBetweenItsReads(t *testing.T) {
 				}
 				return durable.OS.OpenFile(path, flag, perm)
 			}
-			saved := rowsKept
-			rowsKept = 0
-			defer func() { rowsKept = saved }()
 			st, err := Open(dir, ReadOptions{Ops: ops})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ps, sum := st.CheckSummary()
+			ps, sum := st.checkSummary(0)
 			if opens < 2 || sum.FramesOK || !strings.Contains(fmt.Sprint(ps), tc.want) {
 				t.Fatalf("%d opens of the index, framesOK %v, problems %v; want one naming %q", opens, sum.FramesOK, ps, tc.want)
 			}
@@ -505,23 +499,21 @@ func TestIndexRowsAllocatedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func() *checker {
-		c := &checker{s: mustOpen(t, dir), segs: map[uint64]*segInfo{}, fastFrames: true}
+	run := func(keep int) *checker {
+		c := &checker{s: mustOpen(t, dir), segs: map[uint64]*segInfo{}, fastFrames: true, rowsKept: keep}
 		c.check()
 		return c
 	}
-	c := run()
+	c := run(rowsKept)
 	if len(c.problems) != 0 || c.nrows < 2 || len(c.rows) != c.nrows {
 		t.Fatalf("problems %v, %d rows, %d kept", c.problems, c.nrows, len(c.rows))
 	}
 	if want := int(fi.Size()/minIndexRowBytes + 1); cap(c.rows) != want {
 		t.Errorf("rows' capacity %d, want %d: grown by appends", cap(c.rows), want)
 	}
-	saved := rowsKept
-	rowsKept = int(fi.Size() / maxIndexRowBytes)
-	defer func() { rowsKept = saved }()
-	r := run()
+	keep := int(fi.Size() / maxIndexRowBytes)
+	r := run(keep)
 	if r.rows != nil || len(r.problems) != 0 || r.chain != c.chain || r.nrows != c.nrows {
-		t.Errorf("rowsKept %d: rows kept %d, problems %v, chain %s (want %s)", rowsKept, len(r.rows), r.problems, r.chain, c.chain)
+		t.Errorf("rowsKept %d: rows kept %d, problems %v, chain %s (want %s)", keep, len(r.rows), r.problems, r.chain, c.chain)
 	}
 }

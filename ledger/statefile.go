@@ -1,4 +1,4 @@
-package engine
+package ledger
 
 import (
 	"bytes"
@@ -16,8 +16,6 @@ import (
 	// megabyte for a tree of 2,000 sessions, before the walk can end).
 	json "github.com/segmentio/encoding/json"
 
-	"pisess/ledger"
-	"pisess/readers/discover"
 	"pisess/writers/durable"
 )
 
@@ -27,8 +25,8 @@ import (
 // untrusted data (never followed, bounded, a wrong version or bad JSON is
 // empty) and written whole, atomically, owned by the tree's owner.
 
-// stateFile is the document of such a file.
-type stateFile[E any] struct {
+// StateFile is the document of such a file.
+type StateFile[E any] struct {
 	Version  int          `json:"version"`
 	Sessions map[string]E `json:"sessions"`
 }
@@ -44,7 +42,7 @@ func readStateFile[E any](tree, name string, max int64, keep func(E) bool) (out 
 	if !ok {
 		return out, b
 	}
-	var doc stateFile[E]
+	var doc StateFile[E]
 	if json.Unmarshal(b, &doc) != nil || doc.Version != 1 || doc.Sessions == nil {
 		return out, b
 	}
@@ -67,7 +65,7 @@ func readStateRaw(tree, name string, max int64) (out map[string]json.RawMessage,
 	if !ok {
 		return out, b
 	}
-	var doc stateFile[json.RawMessage]
+	var doc StateFile[json.RawMessage]
 	rest, err := json.Parse(b, &doc, json.DontCopyRawMessage)
 	if err != nil || len(bytes.TrimSpace(rest)) > 0 || doc.Version != 1 || doc.Sessions == nil {
 		return out, b // as Unmarshal, nothing may follow the document
@@ -83,7 +81,7 @@ func readStateRaw(tree, name string, max int64) (out map[string]json.RawMessage,
 // readStateBytes reads .pisess/name in tree: ok is false when it is
 // missing, not a regular file, over max bytes or cut short.
 func readStateBytes(tree, name string, max int64) (b []byte, ok bool) {
-	f, err := durable.OS.OpenNoFollow(filepath.Join(tree, ledger.PisessDir, name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := durable.OS.OpenNoFollow(filepath.Join(tree, PisessDir, name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, false
 	}
@@ -113,11 +111,11 @@ func writeStateFile[E any](ops durable.Ops, tree, name string, entries map[strin
 	// entry again (most of the encoding of a megabyte of records).
 	// TrustRawMessage: a lazily read set's raw entries were parsed as
 	// JSON when read (readStateRaw), the others are encoded here.
-	b, err := json.Append(buf[:0], stateFile[E]{Version: 1, Sessions: entries}, stateFileFlags)
+	b, err := json.Append(buf[:0], StateFile[E]{Version: 1, Sessions: entries}, stateFileFlags)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	dir := filepath.Join(tree, ledger.PisessDir)
+	dir := filepath.Join(tree, PisessDir)
 	ops.DeferSync = true
 	if err := ops.WriteFileAtomic(dir, dir, name, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -160,13 +158,23 @@ func loadLazyStateSet[E any](tree, name string, max int64, keep func(E) bool) st
 	return stateSet[E]{tree: tree, name: name, entries: map[string]E{}, raw: raw, keep: keep, buf: buf}
 }
 
-func (c *stateSet[E]) get(rel string) (E, bool) {
+func (c *stateSet[E]) Get(rel string) (E, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lookup(rel)
 }
 
-// lookup is get with c.mu held: an entry not decoded yet is decoded now,
+// Tree is the tree whose .pisess/ holds the file.
+func (c *stateSet[E]) Tree() string { return c.tree }
+
+// Len is the number of entries, those not decoded yet included.
+func (c *stateSet[E]) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries) + len(c.raw)
+}
+
+// lookup is Get with c.mu held: an entry not decoded yet is decoded now,
 // or dropped (as readStateFile drops it) when it is not one keep accepts.
 func (c *stateSet[E]) lookup(rel string) (E, bool) {
 	if e, ok := c.entries[rel]; ok {
@@ -188,7 +196,7 @@ func (c *stateSet[E]) lookup(rel string) (E, bool) {
 }
 
 // set records e for rel; same says when an old entry already says it.
-func (c *stateSet[E]) set(rel string, e E, same func(old, e E) bool) {
+func (c *stateSet[E]) Set(rel string, e E, same func(old, e E) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.lookup(rel); ok && same(old, e) {
@@ -198,7 +206,7 @@ func (c *stateSet[E]) set(rel string, e E, same func(old, e E) bool) {
 	c.changed = true
 }
 
-func (c *stateSet[E]) forget(rel string) {
+func (c *stateSet[E]) Forget(rel string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.lookup(rel); ok {
@@ -212,7 +220,7 @@ func (c *stateSet[E]) forget(rel string) {
 // is gone: those listed by this run's walk (listed, nil for none) are
 // there, the others are looked up. .pisess/ exists: the run holds the
 // tree lock. The entries never asked for are written as they were read.
-func (c *stateSet[E]) save(ops durable.Ops, listed map[string]bool) error {
+func (c *stateSet[E]) Save(ops durable.Ops, listed map[string]bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.changed {
@@ -266,44 +274,4 @@ func (c *stateSet[E]) saveLazy(ops durable.Ops, gone func(rel string) bool) erro
 	}
 	// The raw entries are c.buf's bytes: the file is encoded elsewhere.
 	return writeStateFile(ops, c.tree, c.name, all, make([]byte, 0, len(c.buf)+len(c.buf)/8))
-}
-
-// loading is a value read on a goroutine of its own; get waits for it.
-type loading[T any] struct {
-	ready chan struct{}
-	v     T
-}
-
-func startLoading[T any](load func() T) *loading[T] {
-	l := &loading[T]{ready: make(chan struct{})}
-	go func() {
-		l.v = load()
-		close(l.ready)
-	}()
-	return l
-}
-
-func (l *loading[T]) get() T {
-	<-l.ready
-	return l.v
-}
-
-// treeCaches are a tree's state files, being read.
-type treeCaches struct {
-	refusals *loading[*refusalCache]
-	fresh    *loading[*freshCache]
-	records  *loading[*refreshRecords]
-}
-
-func loadTreeCaches(root string) *treeCaches {
-	return &treeCaches{
-		refusals: startLoading(func() *refusalCache { return loadRefusalCache(root) }),
-		fresh:    startLoading(func() *freshCache { return loadFreshCache(root) }),
-		records:  startLoading(func() *refreshRecords { return loadRefreshRecords(root) }),
-	}
-}
-
-// Header implements discover.Headers from the fresh cache, once read.
-func (c *treeCaches) Header(rel string, key discover.FileKey) (int, bool) {
-	return c.fresh.get().Header(rel, key)
 }

@@ -1,4 +1,4 @@
-package engine
+package rollback
 
 import (
 	"bytes"
@@ -10,20 +10,51 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
-	"pisess/rollback"
 	"pisess/verify"
 	"pisess/writers/durable"
 	"pisess/writers/store"
 	"pisess/writers/wire"
 )
 
-// repair mends one session: check → repair → re-check. In order:
+// Repairer carries out fsck --repair's repairs in one tree (issue "fsck"):
+// check → repair → re-check, each step kept in the tree's quarantine and
+// journal by Q. The run that uses it (package engine) gives it the lock
+// waits of its schedule (Lock) and the migrate pipeline's rebuild of a
+// sidecar from its source (Rebuild): the rest is here.
+type Repairer struct {
+	Ops         durable.Ops
+	Clock       func() time.Time
+	LockTimeout time.Duration // for FinishPendingLocked's own locks
+	Log         *zerolog.Logger
+	// Root is the tree's root, Journal its journal and Q its quarantine
+	// for this run.
+	Root    string
+	Journal *ledger.Journal
+	Q       *ledger.Quarantiner
+	// Lock takes a session's lock or its store's mutation lock (waiting
+	// up to the lock timeout, without the caller's place in its pool).
+	Lock func(ctx context.Context, path string) (*durable.Lock, error)
+	// Rebuild rebuilds the sidecar of s from its source through the
+	// migrate pipeline (session lock, staging, verification, cutover with
+	// the old sidecar kept in the quarantine); a source the reference
+	// refuses comes back as a *readers.RefusedError.
+	Rebuild func(ctx context.Context, s discover.Session, reason string) error
+}
+
+// check is fsck's check of one session (verify.CheckSession).
+func (r *Repairer) check(ctx context.Context, s discover.Session) (verify.Class, []verify.FsckFinding) {
+	return verify.CheckSession(ctx, r.Ops, s)
+}
+
+// Session mends one session: check → repair → re-check. In order:
 //
 //  1. under the session lock, the leftovers: staging directories to the
 //     quarantine; a backup restored when no sidecar is installed and it
@@ -42,7 +73,7 @@ import (
 //
 // Nothing is repaired under a symlinked ancestor: pi could never open the
 // sidecar, and pisess follows no symlink.
-func (tr *treeRun) repair(ctx context.Context, s discover.Session, out *FsckSession) {
+func (r *Repairer) Session(ctx context.Context, s discover.Session, out *verify.FsckSession) {
 	for _, f := range out.Findings {
 		if f.Code == verify.CodeSymlinkAncestor {
 			return
@@ -52,20 +83,20 @@ func (tr *treeRun) repair(ctx context.Context, s discover.Session, out *FsckSess
 	// becomes one.
 	s.Sidecar = discover.SidecarPath(s.Path)
 	errs := map[string]string{} // finding key → why its repair failed
-	fail := func(f FsckFinding, err error) {
-		errs[f.key()] = err.Error()
-		tr.log.Warn().Err(err).Str("session", s.Path).Str("code", f.Code).Str("path", f.Path).Msg("repair failed")
+	fail := func(f verify.FsckFinding, err error) {
+		errs[f.Key()] = err.Error()
+		r.Log.Warn().Err(err).Str("session", s.Path).Str("code", f.Code).Str("path", f.Path).Msg("repair failed")
 	}
 
-	lock, err := tr.lock(ctx, s.Lock)
+	lock, err := r.Lock(ctx, s.Lock)
 	if err != nil {
 		for _, f := range out.Findings {
 			fail(f, fmt.Errorf("session busy: %w", err))
 		}
-		tr.finish(ctx, s, out, errs)
+		r.finish(ctx, s, out, errs)
 		return
 	}
-	lost := tr.repairLeftovers(s, out.Findings, fail)
+	lost := r.repairLeftovers(s, out.Findings, fail)
 	s.Staging, s.Backups = nil, nil
 
 	rebuild := ""
@@ -77,33 +108,33 @@ func (tr *treeRun) repair(ctx context.Context, s discover.Session, out *FsckSess
 		rebuild = "repair: the backup of an interrupted cutover is unusable; rebuilt from the source"
 	}
 	if exists(s.Sidecar) {
-		_, cur := tr.check(ctx, s)
+		_, cur := r.check(ctx, s)
 		rebuild = rebuildReason(cur)
-		tr.mendInPlace(ctx, s, cur, rebuild != "", fail)
+		r.mendInPlace(ctx, s, cur, rebuild != "", fail)
 		if rebuild == "" {
-			_, cur = tr.check(ctx, s)
+			_, cur = r.check(ctx, s)
 			rebuild = rebuildReason(cur)
 		}
 	}
 	_ = lock.Unlock()
 
 	if rebuild != "" {
-		tr.rebuildSidecar(ctx, s, rebuild, out.Findings, fail)
+		r.rebuildSidecar(ctx, s, rebuild, out.Findings, fail)
 	}
-	tr.finish(ctx, s, out, errs)
+	r.finish(ctx, s, out, errs)
 }
 
 // rebuildReason says why the sidecar must be rebuilt from its source, or
 // "" when the findings left can be mended in place (or not at all).
-func rebuildReason(fs []FsckFinding) string {
+func rebuildReason(fs []verify.FsckFinding) string {
 	for _, f := range fs {
-		if f.Repaired || f.Notice && f.Action != ActionRefresh {
+		if f.Repaired || f.Notice && f.Action != verify.ActionRefresh {
 			continue
 		}
 		switch f.Action {
-		case ActionRefresh:
+		case verify.ActionRefresh:
 			return "refresh: " + f.Detail
-		case ActionRebuild:
+		case verify.ActionRebuild:
 			return fmt.Sprintf("repair: %s %s", f.Code, f.Detail)
 		}
 	}
@@ -113,18 +144,18 @@ func rebuildReason(fs []FsckFinding) string {
 // finish re-checks the session and settles every finding: Repaired when
 // the re-check no longer finds it; anything the re-check finds that was
 // not there before is added, unrepaired.
-func (tr *treeRun) finish(ctx context.Context, s discover.Session, out *FsckSession, errs map[string]string) {
+func (r *Repairer) finish(ctx context.Context, s discover.Session, out *verify.FsckSession, errs map[string]string) {
 	s.Staging, s.Backups = nil, nil
 	for _, p := range discoverLeftovers(s) {
 		s.Staging = append(s.Staging, p.staging...)
 		s.Backups = append(s.Backups, p.backups...)
 	}
-	class, now := tr.check(ctx, s)
+	class, now := r.check(ctx, s)
 	out.After = class
-	left := map[string]FsckFinding{}
+	left := map[string]verify.FsckFinding{}
 	for _, f := range now {
 		if !f.Notice {
-			left[f.key()] = f
+			left[f.Key()] = f
 		}
 	}
 	for i := range out.Findings {
@@ -132,18 +163,18 @@ func (tr *treeRun) finish(ctx context.Context, s discover.Session, out *FsckSess
 		if f.Notice {
 			continue
 		}
-		_, still := left[f.key()]
+		_, still := left[f.Key()]
 		f.Repaired = !still
 		if still {
-			f.RepairError = errs[f.key()]
-			if f.RepairError == "" && f.Action != ActionNone {
+			f.RepairError = errs[f.Key()]
+			if f.RepairError == "" && f.Action != verify.ActionNone {
 				f.RepairError = "still found after the repair"
 			}
 		}
-		delete(left, f.key())
+		delete(left, f.Key())
 	}
 	for _, f := range now {
-		if _, ok := left[f.key()]; ok {
+		if _, ok := left[f.Key()]; ok {
 			f.Detail += " (found after the repair)"
 			out.Findings = append(out.Findings, f)
 		}
@@ -174,16 +205,16 @@ func discoverLeftovers(s discover.Session) []leftovers {
 // quarantines backups. The caller holds the session lock. It reports
 // whether a backup was quarantined while no sidecar was installed (the
 // session lost its sidecar to an interrupted cutover).
-func (tr *treeRun) repairLeftovers(s discover.Session, fs []FsckFinding, fail func(FsckFinding, error)) (lost bool) {
+func (r *Repairer) repairLeftovers(s discover.Session, fs []verify.FsckFinding, fail func(verify.FsckFinding, error)) (lost bool) {
 	for _, f := range fs {
-		if f.Code != CodeTreeStaging && f.Code != CodeTreeBackup {
+		if f.Code != verify.CodeTreeStaging && f.Code != verify.CodeTreeBackup {
 			continue
 		}
-		if f.Action == ActionRestoreBackup && !exists(s.Sidecar) {
-			err := tr.verifyBackup(s, f.Path)
+		if f.Action == verify.ActionRestoreBackup && !exists(s.Sidecar) {
+			err := r.verifyBackup(s, f.Path)
 			if err == nil {
-				if err = tr.opt.Ops.RenameNoReplace(f.Path, s.Sidecar); err == nil {
-					err = tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRestored, Path: s.Sidecar,
+				if err = r.Ops.RenameNoReplace(f.Path, s.Sidecar); err == nil {
+					err = r.Q.Note(ledger.Note{Session: s.Path, Kind: ledger.NoteRestored, Path: s.Sidecar,
 						QuarantinePath: f.Path, Detail: "fsck restored the backup of an interrupted cutover as the sidecar"})
 					if err != nil {
 						fail(f, err)
@@ -191,14 +222,14 @@ func (tr *treeRun) repairLeftovers(s discover.Session, fs []FsckFinding, fail fu
 					continue
 				}
 			}
-			tr.log.Info().Err(err).Str("backup", f.Path).Msg("backup not restored; quarantining it")
+			r.Log.Info().Err(err).Str("backup", f.Path).Msg("backup not restored; quarantining it")
 		}
 		kind := "staging"
-		if f.Code == CodeTreeBackup {
+		if f.Code == verify.CodeTreeBackup {
 			kind = "backup"
 			lost = lost || !exists(s.Sidecar)
 		}
-		if _, err := tr.q.move(s.Path, f.Path, kind, f.Detail); err != nil {
+		if _, err := r.Q.Move(s.Path, f.Path, kind, f.Detail); err != nil {
 			fail(f, err)
 		}
 	}
@@ -208,7 +239,7 @@ func (tr *treeRun) repairLeftovers(s discover.Session, fs []FsckFinding, fail fu
 // verifyBackup checks a backup before it is put back as the sidecar: the
 // store check finds nothing and pi's acceptance rules hold (it may be
 // stale: the sidecar check that follows refreshes it).
-func (tr *treeRun) verifyBackup(s discover.Session, dir string) error {
+func (r *Repairer) verifyBackup(s discover.Session, dir string) error {
 	st, err := store.Open(dir, store.ReadOptions{})
 	if err != nil {
 		return err
@@ -220,7 +251,7 @@ func (tr *treeRun) verifyBackup(s discover.Session, dir string) error {
 	if h, err := discover.ReadHeader(s.Path); err == nil {
 		opt.HeaderID = h.ID
 	}
-	if uid, gid, err := tr.opt.Ops.Owner(s.Path); err == nil {
+	if uid, gid, err := r.Ops.Owner(s.Path); err == nil {
 		opt.OwnerUID, opt.OwnerGID = uid, gid
 	}
 	if fs := verify.Acceptance(dir, s.Path, opt); len(fs) > 0 {
@@ -234,10 +265,10 @@ func (tr *treeRun) verifyBackup(s discover.Session, dir string) error {
 // finished first, as every changing open of the reference does; when the
 // sidecar is to be rebuilt anyway nothing else is touched, so that the
 // quarantine receives it exactly as it was.
-func (tr *treeRun) mendInPlace(ctx context.Context, s discover.Session, fs []FsckFinding, rebuilding bool, fail func(FsckFinding, error)) {
-	has := map[RepairAction][]FsckFinding{}
+func (r *Repairer) mendInPlace(ctx context.Context, s discover.Session, fs []verify.FsckFinding, rebuilding bool, fail func(verify.FsckFinding, error)) {
+	has := map[verify.RepairAction][]verify.FsckFinding{}
 	for _, f := range fs {
-		if !f.Notice && inPlace(f.Action) {
+		if !f.Notice && verify.InPlace(f.Action) {
 			has[f.Action] = append(has[f.Action], f)
 		}
 	}
@@ -248,7 +279,7 @@ func (tr *treeRun) mendInPlace(ctx context.Context, s discover.Session, fs []Fsc
 	if fi, err := os.Lstat(root); err != nil || !fi.IsDir() {
 		return
 	}
-	mlock, err := tr.lock(ctx, store.MutationLockPath(root))
+	mlock, err := r.Lock(ctx, store.MutationLockPath(root))
 	if err != nil {
 		for _, list := range has {
 			for _, f := range list {
@@ -259,7 +290,7 @@ func (tr *treeRun) mendInPlace(ctx context.Context, s discover.Session, fs []Fsc
 	}
 	defer mlock.Unlock()
 
-	if fs := has[ActionFinishRollback]; len(fs) > 0 {
+	if fs := has[verify.ActionFinishRollback]; len(fs) > 0 {
 		f := fs[0]
 		// The roll-forward rewrites the index and the manifest, marks a
 		// sidecar dirty and consumes the intent: keep them first (the segment bytes it cuts
@@ -267,18 +298,18 @@ func (tr *treeRun) mendInPlace(ctx context.Context, s discover.Session, fs []Fsc
 		for _, p := range []struct{ path, kind string }{
 			{store.IndexPath(root), "index"}, {store.ManifestPath(root), "manifest"},
 			{store.SourceStatePath(root), "source-state"},
-			{rollback.IntentPath(root), "rollback-intent"},
-			{filepath.Join(store.TmpPath(root), "offsets.rollback.stage"), "rollback-stage"},
+			{IntentPath(root), "rollback-intent"},
+			{filepath.Join(store.TmpPath(root), "offsets.stage"), "rollback-stage"},
 		} {
-			if _, _, err := tr.keepCopy(p.path, p.kind); err != nil {
+			if _, _, err := r.keepCopy(p.path, p.kind); err != nil {
 				fail(f, err)
 				return
 			}
 		}
-		if _, err := rollback.FinishPendingLocked(ctx, root, rollback.Options{Ops: tr.opt.Ops, Clock: tr.opt.Clock,
-			LockTimeout: tr.opt.LockTimeout}); err != nil {
+		if _, err := FinishPendingLocked(ctx, root, Options{Ops: r.Ops, Clock: r.Clock,
+			LockTimeout: r.LockTimeout}); err != nil {
 			fail(f, err)
-		} else if err := tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: f.Path,
+		} else if err := r.Q.Note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: f.Path,
 			Detail: "fsck finished the pending rollback to a checkpoint (rolled forward)"}); err != nil {
 			fail(f, err)
 		}
@@ -287,38 +318,38 @@ func (tr *treeRun) mendInPlace(ctx context.Context, s discover.Session, fs []Fsc
 		return
 	}
 	// One chmod pass fixes every mode finding; it is charged to the first.
-	if fs := has[ActionChmod]; len(fs) > 0 {
-		if err := tr.fixModes(s, root); err != nil {
+	if fs := has[verify.ActionChmod]; len(fs) > 0 {
+		if err := r.fixModes(s, root); err != nil {
 			fail(fs[0], err)
 		}
 	}
 	changed := false
-	for _, f := range has[ActionCutTail] {
-		cut, err := tr.cutTail(s, f.Path)
+	for _, f := range has[verify.ActionCutTail] {
+		cut, err := r.cutTail(s, f.Path)
 		if err != nil {
 			fail(f, err)
 			continue
 		}
 		changed = changed || (cut && filepath.Base(f.Path) != store.LedgerName)
 	}
-	if len(has[ActionRebuildIndex]) > 0 || changed {
-		if err := tr.rebuildIndex(s, root); err != nil {
-			for _, f := range has[ActionRebuildIndex] {
+	if len(has[verify.ActionRebuildIndex]) > 0 || changed {
+		if err := r.rebuildIndex(s, root); err != nil {
+			for _, f := range has[verify.ActionRebuildIndex] {
 				fail(f, err)
 			}
 		} else {
 			changed = true
 		}
 	}
-	if len(has[ActionRecomputeManifest]) > 0 || changed {
-		if err := tr.recomputeManifest(s, root); err != nil {
-			for _, f := range has[ActionRecomputeManifest] {
+	if len(has[verify.ActionRecomputeManifest]) > 0 || changed {
+		if err := r.recomputeManifest(s, root); err != nil {
+			for _, f := range has[verify.ActionRecomputeManifest] {
 				fail(f, err)
 			}
 		}
 	}
-	if fs := has[ActionChown]; len(fs) > 0 {
-		if err := tr.fixOwner(s, root); err != nil {
+	if fs := has[verify.ActionChown]; len(fs) > 0 {
+		if err := r.fixOwner(s, root); err != nil {
 			fail(fs[0], err)
 		}
 	}
@@ -327,12 +358,12 @@ func (tr *treeRun) mendInPlace(ctx context.Context, s discover.Session, fs []Fsc
 // cutTail keeps the bytes after the last newline of path in the quarantine
 // and only then truncates them away (store.CutTornTail); it reports
 // whether anything was cut.
-func (tr *treeRun) cutTail(s discover.Session, path string) (bool, error) {
-	tail, off, err := tornTail(tr.opt.Ops, path)
+func (r *Repairer) cutTail(s discover.Session, path string) (bool, error) {
+	tail, off, err := tornTail(r.Ops, path)
 	if err != nil || len(tail) == 0 {
 		return false, err
 	}
-	dst, sum, err := tr.q.keep(path, "torn-tail", tail)
+	dst, sum, err := r.Q.Keep(path, "torn-tail", tail)
 	if err != nil {
 		return false, err
 	}
@@ -343,7 +374,7 @@ func (tr *treeRun) cutTail(s discover.Session, path string) (bool, error) {
 	if !bytes.Equal(cut, tail) {
 		return true, fmt.Errorf("cut torn tail of %s: %d bytes cut differ from the %d kept in %s", path, len(cut), len(tail), dst)
 	}
-	return true, tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteQuarantined, Path: path, QuarantinePath: dst, SHA256: sum,
+	return true, r.Q.Note(ledger.Note{Session: s.Path, Kind: ledger.NoteQuarantined, Path: path, QuarantinePath: dst, SHA256: sum,
 		Detail: fmt.Sprintf("fsck cut a torn tail of %d bytes at offset %d (the last whole line ends there)", len(tail), off)})
 }
 
@@ -397,26 +428,26 @@ func readAll(ops durable.Ops, path string) ([]byte, error) {
 
 // keepCopy keeps the current bytes of a file about to be rewritten; a
 // missing file has nothing to keep.
-func (tr *treeRun) keepCopy(path, kind string) (string, string, error) {
-	b, err := readAll(tr.opt.Ops, path)
+func (r *Repairer) keepCopy(path, kind string) (string, string, error) {
+	b, err := readAll(r.Ops, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", "", nil
 	}
 	if err != nil {
 		return "", "", err
 	}
-	return tr.q.keep(path, kind, b)
+	return r.Q.Keep(path, kind, b)
 }
 
 // rebuildIndex keeps the old index and rewrites it from the frames.
-func (tr *treeRun) rebuildIndex(s discover.Session, root string) error {
+func (r *Repairer) rebuildIndex(s discover.Session, root string) error {
 	path := store.IndexPath(root)
-	dst, sum, err := tr.keepCopy(path, "index")
+	dst, sum, err := r.keepCopy(path, "index")
 	if err != nil {
 		return err
 	}
 	if fi, err := os.Lstat(store.IndexDirPath(root)); errors.Is(err, fs.ErrNotExist) {
-		if err := tr.opt.Ops.MkdirPrivate(store.IndexDirPath(root)); err != nil {
+		if err := r.Ops.MkdirPrivate(store.IndexDirPath(root)); err != nil {
 			return err
 		}
 	} else if err == nil && !fi.IsDir() {
@@ -426,33 +457,33 @@ func (tr *treeRun) rebuildIndex(s discover.Session, root string) error {
 	if err != nil {
 		return err
 	}
-	return tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: path, QuarantinePath: dst, SHA256: sum,
+	return r.Q.Note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: path, QuarantinePath: dst, SHA256: sum,
 		Detail: fmt.Sprintf("fsck rebuilt the index from the frames (%d rows); the old index, if any, is in the quarantine", n)})
 }
 
 // recomputeManifest keeps the old manifest and rewrites it from the
 // frames, with the session id of the source's header.
-func (tr *treeRun) recomputeManifest(s discover.Session, root string) error {
+func (r *Repairer) recomputeManifest(s discover.Session, root string) error {
 	h, err := discover.ReadHeader(s.Path)
 	if err != nil {
 		return fmt.Errorf("recompute manifest: read the session header: %w", err)
 	}
 	path := store.ManifestPath(root)
-	dst, sum, err := tr.keepCopy(path, "manifest")
+	dst, sum, err := r.keepCopy(path, "manifest")
 	if err != nil {
 		return err
 	}
 	if _, err := store.RecomputeManifest(root, h.ID, wire.SourceFormat(s.Format)); err != nil {
 		return err
 	}
-	return tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: path, QuarantinePath: dst, SHA256: sum,
+	return r.Q.Note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: path, QuarantinePath: dst, SHA256: sum,
 		Detail: "fsck recomputed the manifest from the frames; the old manifest, if any, is in the quarantine"})
 }
 
 // fixModes sets every directory of the store to 0700 and every file to
 // 0600 where a group or other bit (or an owner bit pi needs) is wrong.
 // Symlinks and special files are left alone: they call for a rebuild.
-func (tr *treeRun) fixModes(s discover.Session, root string) error {
+func (r *Repairer) fixModes(s discover.Session, root string) error {
 	var fixed []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -464,11 +495,11 @@ func (tr *treeRun) fixModes(s discover.Session, root string) error {
 		}
 		switch {
 		case fi.IsDir() && fi.Mode().Perm() != 0o700:
-			if err := tr.opt.Ops.MkdirPrivate(path); err != nil {
+			if err := r.Ops.MkdirPrivate(path); err != nil {
 				return err
 			}
 		case fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 || fi.Mode().IsRegular() && fi.Mode().Perm()&0o600 != 0o600:
-			if err := chmodFile(tr.opt.Ops, path, 0o600); err != nil {
+			if err := chmodFile(r.Ops, path, 0o600); err != nil {
 				return err
 			}
 		default:
@@ -483,7 +514,7 @@ func (tr *treeRun) fixModes(s discover.Session, root string) error {
 	if len(fixed) == 0 {
 		return nil
 	}
-	return tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: root,
+	return r.Q.Note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: root,
 		Detail: fmt.Sprintf("fsck set private modes (0700/0600) on %d path(s): %v", len(fixed), fixed)})
 }
 
@@ -511,18 +542,18 @@ func chmodFile(ops durable.Ops, path string, perm os.FileMode) error {
 }
 
 // fixOwner gives the whole store to the session file's owner (as root).
-func (tr *treeRun) fixOwner(s discover.Session, root string) error {
+func (r *Repairer) fixOwner(s discover.Session, root string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("only root can give files to another user: run fsck --repair as root, or chown the store yourself")
 	}
-	uid, gid, err := tr.opt.Ops.Owner(s.Path)
+	uid, gid, err := r.Ops.Owner(s.Path)
 	if err != nil {
 		return err
 	}
-	if err := tr.opt.Ops.ChownTree(root, uid, gid); err != nil {
+	if err := r.Ops.ChownTree(root, uid, gid); err != nil {
 		return err
 	}
-	return tr.q.note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: root,
+	return r.Q.Note(ledger.Note{Session: s.Path, Kind: ledger.NoteRepair, Path: root,
 		Detail: fmt.Sprintf("fsck gave the store to the session file's owner %d:%d", uid, gid)})
 }
 
@@ -531,49 +562,55 @@ func (tr *treeRun) fixOwner(s discover.Session, root string) error {
 // sidecar going to the quarantine). When the reference refuses the source,
 // no sidecar can be built from it: the broken one is quarantined instead,
 // and pi keeps using the JSONL, as it would anyway.
-func (tr *treeRun) rebuildSidecar(ctx context.Context, s discover.Session, reason string, fs []FsckFinding, fail func(FsckFinding, error)) {
+func (r *Repairer) rebuildSidecar(ctx context.Context, s discover.Session, reason string, fs []verify.FsckFinding, fail func(verify.FsckFinding, error)) {
 	if fi, err := os.Lstat(s.Sidecar); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		// pi refuses a symlinked sidecar and no cutover replaces one: the
 		// link itself (never its target) goes to the quarantine first.
 		target, _ := os.Readlink(s.Sidecar)
-		lock, lerr := tr.lock(ctx, s.Lock)
+		lock, lerr := r.Lock(ctx, s.Lock)
 		if lerr == nil {
-			_, lerr = tr.q.move(s.Path, s.Sidecar, "sidecar-symlink",
+			_, lerr = r.Q.Move(s.Path, s.Sidecar, "sidecar-symlink",
 				fmt.Sprintf("the sidecar was a symlink to %s, which pi refuses: the link itself is kept here, its target is untouched", target))
 			_ = lock.Unlock()
 		}
 		if lerr != nil {
 			for _, f := range fs {
-				if f.Action == ActionRebuild || f.Action == ActionRefresh {
+				if f.Action == verify.ActionRebuild || f.Action == verify.ActionRefresh {
 					fail(f, fmt.Errorf("quarantine the symlinked sidecar: %w", lerr))
 				}
 			}
 			return
 		}
 	}
-	err := tr.rebuild(ctx, s, reason)
+	err := r.Rebuild(ctx, s, reason)
 	if err == nil {
 		return
 	}
 	if readers.AsRefused(err) == nil || !exists(s.Sidecar) {
 		for _, f := range fs {
-			if f.Action == ActionRebuild || f.Action == ActionRefresh {
+			if f.Action == verify.ActionRebuild || f.Action == verify.ActionRefresh {
 				fail(f, err)
 			}
 		}
 		return
 	}
-	lock, lerr := tr.lock(ctx, s.Lock)
+	lock, lerr := r.Lock(ctx, s.Lock)
 	if lerr == nil {
-		_, lerr = tr.q.move(s.Path, s.Sidecar, "sidecar",
+		_, lerr = r.Q.Move(s.Path, s.Sidecar, "sidecar",
 			"the sidecar could not be rebuilt because its source is refused ("+err.Error()+"); pi uses the JSONL")
 		_ = lock.Unlock()
 	}
 	if lerr != nil {
 		for _, f := range fs {
-			if f.Action == ActionRebuild || f.Action == ActionRefresh {
+			if f.Action == verify.ActionRebuild || f.Action == verify.ActionRefresh {
 				fail(f, fmt.Errorf("%w; quarantining the sidecar failed too: %w", err, lerr))
 			}
 		}
 	}
+}
+
+// exists reports whether something is at path (not following a symlink).
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, fs.ErrNotExist)
 }

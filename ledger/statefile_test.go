@@ -1,4 +1,4 @@
-package engine
+package ledger
 
 import (
 	"os"
@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"pisess/ledger"
 	"pisess/writers/durable"
 )
 
@@ -23,7 +22,7 @@ func TestLazyStateSet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dir := filepath.Join(tree, ledger.PisessDir)
+	dir := filepath.Join(tree, PisessDir)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -43,19 +42,19 @@ func TestLazyStateSet(t *testing.T) {
 	}
 	keep := func(e entry) bool { return e.N > 0 }
 	lazy := loadLazyStateSet(tree, "t.json", 1<<20, keep)
-	if e, ok := lazy.get("a.jsonl"); !ok || e != (entry{1, "one"}) {
+	if e, ok := lazy.Get("a.jsonl"); !ok || e != (entry{1, "one"}) {
 		t.Fatalf("a.jsonl: %+v %v", e, ok)
 	}
 	for _, rel := range []string{"b.jsonl", "c.jsonl", "../out.jsonl", "missing.jsonl"} {
-		if e, ok := lazy.get(rel); ok {
+		if e, ok := lazy.Get(rel); ok {
 			t.Errorf("%s: %+v, want none", rel, e)
 		}
 	}
 
-	lazy.set("new.jsonl", entry{N: 7, S: "set"}, func(old, e entry) bool { return old == e })
+	lazy.Set("new.jsonl", entry{N: 7, S: "set"}, func(old, e entry) bool { return old == e })
 	// Two entries encoded into save's one buffer; nothing HTML-escaped.
-	lazy.set("e.jsonl", entry{N: 8, S: "<a&b>"}, func(old, e entry) bool { return old == e })
-	if err := lazy.save(durable.OS, map[string]bool{"a.jsonl": true}); err != nil {
+	lazy.Set("e.jsonl", entry{N: 8, S: "<a&b>"}, func(old, e entry) bool { return old == e })
+	if err := lazy.Save(durable.OS, map[string]bool{"a.jsonl": true}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "t.json"))
@@ -84,7 +83,7 @@ func TestLazyStateSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	more := loadLazyStateSet(tree, "t.json", 1<<20, keep)
-	if _, ok := more.get("a.jsonl"); ok {
+	if _, ok := more.Get("a.jsonl"); ok {
 		t.Fatal("a document followed by more was read")
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package tune
 
 // adviseHugePages does nothing where madvise(MADV_HUGEPAGE) does not exist.
 func adviseHugePages(args []string) {}

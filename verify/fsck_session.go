@@ -1,37 +1,23 @@
-package engine
+package verify
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 
 	"pisess/readers"
 	"pisess/readers/discover"
-	"pisess/verify"
+	"pisess/writers/durable"
 )
 
 // CodeUnchecked is the finding of a session fsck could not check at all
 // (its status could not be computed: an I/O error, not a finding).
 const CodeUnchecked = "fsck.unchecked"
 
-// session checks one session and, with --repair, repairs and re-checks it.
-func (tr *treeRun) session(ctx context.Context, s discover.Session) FsckSession {
-	out := FsckSession{Path: s.Path, Format: string(s.Format), Version: s.Version}
-	class, findings := tr.check(ctx, s)
-	out.Class, out.Findings = class, findings
-	if tr.q == nil || !hasProblems(findings) {
-		return out
-	}
-	tr.repair(ctx, s, &out)
-	return out
-}
-
-// hasProblems reports whether --repair has work: a problem left, or a
+// HasProblems reports whether --repair has work: a problem left, or a
 // stale sidecar (a notice that a refresh mends).
-func hasProblems(fs []FsckFinding) bool {
+func HasProblems(fs []FsckFinding) bool {
 	for _, f := range fs {
 		if !f.Repaired && (!f.Notice || f.Action == ActionRefresh) {
 			return true
@@ -40,50 +26,58 @@ func hasProblems(fs []FsckFinding) bool {
 	return false
 }
 
-// check is the read-only examination of one session: the reference's
-// class (verify.Status: acceptance, full store integrity, freshness), a
-// full verification against the source for a sidecar the reference would
-// call migrated, the source's own refusal for a session without one, and
-// the staging and backup directories an interrupted run left beside it.
-func (tr *treeRun) check(ctx context.Context, s discover.Session) (verify.Class, []FsckFinding) {
+// CheckSession is fsck's read-only examination of one session: the
+// reference's class (Status: acceptance, full store integrity,
+// freshness), a full verification against the source for a sidecar the
+// reference would call migrated, the source's own refusal for a session
+// without one, and the staging and backup directories an interrupted run
+// left beside it. ops reads the session file's owner.
+func CheckSession(ctx context.Context, ops durable.Ops, s discover.Session) (Class, []FsckFinding) {
+	return fsckCheck{ops}.check(ctx, s)
+}
+
+// fsckCheck is one fsck's checks of its sessions.
+type fsckCheck struct{ ops durable.Ops }
+
+func (c fsckCheck) check(ctx context.Context, s discover.Session) (Class, []FsckFinding) {
 	var out []FsckFinding
 	seen := map[string]bool{}
 	add := func(f FsckFinding) {
 		if f.Session == "" {
 			f.Session = s.Path
 		}
-		if !seen[f.key()] {
-			seen[f.key()] = true
+		if !seen[f.Key()] {
+			seen[f.Key()] = true
 			out = append(out, f)
 		}
 	}
 	if s.Refusal != nil {
 		add(refusalFinding(s.Refusal))
 	}
-	class := verify.ClassUnmigrated
+	class := ClassUnmigrated
 	if s.Refusal == nil || s.Refusal.Class == discover.ClassSymlinkAncestor {
-		rep, err := verify.Status(s.Path)
+		rep, err := Status(s.Path)
 		if err != nil {
 			add(FsckFinding{Code: CodeUnchecked, Path: s.Path, Detail: err.Error(), Action: ActionNone,
 				Repair: "cannot repair: fsck could not examine the session; fix the cause and run fsck again"})
-			return verify.ClassCorrupt, out
+			return ClassCorrupt, out
 		}
 		class = rep.Class
 		for _, f := range rep.Findings {
 			add(fromVerify(f))
 		}
 		switch class {
-		case verify.ClassUnmigrated:
-			if f := tr.sourceRefusal(ctx, s); f != nil {
+		case ClassUnmigrated:
+			if f := c.sourceRefusal(ctx, s); f != nil {
 				add(*f)
 			}
-		case verify.ClassMigrated:
-			for _, f := range tr.againstSource(ctx, s) {
+		case ClassMigrated:
+			for _, f := range c.againstSource(ctx, s) {
 				add(f)
 			}
 		}
 	}
-	for _, f := range leftoverFindings(s, class != verify.ClassUnmigrated) {
+	for _, f := range leftoverFindings(s, class != ClassUnmigrated) {
 		add(f)
 	}
 	return class, out
@@ -93,13 +87,13 @@ func (tr *treeRun) check(ctx context.Context, s discover.Session) (verify.Class,
 // using such a session and pisess leaves it alone. A symlinked session
 // file (pi uses the sidecar beside its target, not beside the link) and a
 // .sqlite whose .jsonl twin owns <stem>.v2 have no sidecar of their own
-// (class unmigrated); under a symlinked ancestor, verify.Status also
+// (class unmigrated); under a symlinked ancestor, Status also
 // reports the sidecar pi can never open, as a problem nothing can repair.
 func refusalFinding(r *readers.RefusedError) FsckFinding {
-	f := FsckFinding{Code: verify.SourceCode(string(r.Class)), Path: r.Path, Line: r.Line, Detail: r.Reason,
-		Action: ActionNone, Repair: verify.RepairSource, Notice: true}
+	f := FsckFinding{Code: SourceCode(string(r.Class)), Path: r.Path, Line: r.Line, Detail: r.Reason,
+		Action: ActionNone, Repair: RepairSource, Notice: true}
 	if r.Class == discover.ClassSymlinkAncestor {
-		f.Code = verify.CodeSymlinkAncestor
+		f.Code = CodeSymlinkAncestor
 		f.Repair = "cannot repair: pi opens sidecars with no symlink in any path component; " +
 			"move the tree to a real directory (or point PI_SESSIONS_DIR at one) and run pisess migrate there"
 	}
@@ -109,7 +103,7 @@ func refusalFinding(r *readers.RefusedError) FsckFinding {
 // sourceRefusal reads a session that has no sidecar to its end and
 // reports the reader's refusal, if any, as a notice: pi keeps using such
 // a session as JSONL, and pisess migrate would refuse it for this reason.
-func (tr *treeRun) sourceRefusal(ctx context.Context, s discover.Session) *FsckFinding {
+func (c fsckCheck) sourceRefusal(ctx context.Context, s discover.Session) *FsckFinding {
 	src, err := s.Open()
 	if err == nil {
 		defer src.Close()
@@ -124,9 +118,9 @@ func (tr *treeRun) sourceRefusal(ctx context.Context, s discover.Session) *FsckF
 		}
 	}
 	f := FsckFinding{Code: CodeUnchecked, Path: s.Path, Detail: err.Error(), Action: ActionNone,
-		Repair: verify.RepairSource, Notice: true}
+		Repair: RepairSource, Notice: true}
 	if r := readers.AsRefused(err); r != nil {
-		f.Code, f.Path, f.Line, f.Detail = verify.SourceCode(string(r.Class)), r.Path, r.Line, r.Reason
+		f.Code, f.Path, f.Line, f.Detail = SourceCode(string(r.Class)), r.Path, r.Line, r.Reason
 	}
 	return &f
 }
@@ -135,23 +129,23 @@ func (tr *treeRun) sourceRefusal(ctx context.Context, s discover.Session) *FsckF
 // its whole source: fsck is the full check, and a store that pi would
 // accept but that no longer holds the source's entries (a shortened one
 // with a fresh fingerprint) must not pass it.
-func (tr *treeRun) againstSource(ctx context.Context, s discover.Session) []FsckFinding {
+func (c fsckCheck) againstSource(ctx context.Context, s discover.Session) []FsckFinding {
 	src, err := s.Open()
 	if err != nil {
 		f := FsckFinding{Code: CodeUnchecked, Path: s.Path, Detail: err.Error(), Action: ActionNone,
-			Repair: verify.RepairSource, Notice: true}
+			Repair: RepairSource, Notice: true}
 		if r := readers.AsRefused(err); r != nil {
-			f.Code, f.Path, f.Line, f.Detail = verify.SourceCode(string(r.Class)), r.Path, r.Line, r.Reason
+			f.Code, f.Path, f.Line, f.Detail = SourceCode(string(r.Class)), r.Path, r.Line, r.Reason
 		}
 		return []FsckFinding{f}
 	}
 	defer src.Close()
-	opt := verify.Options{SourcePath: s.Path}
-	if uid, gid, err := tr.opt.Ops.Owner(s.Path); err == nil {
-		opt.Accept = &verify.AcceptOptions{OwnerUID: uid, OwnerGID: gid}
+	opt := Options{SourcePath: s.Path}
+	if uid, gid, err := c.ops.Owner(s.Path); err == nil {
+		opt.Accept = &AcceptOptions{OwnerUID: uid, OwnerGID: gid}
 	}
 	sidecar := discover.SidecarPath(s.Path)
-	rep, err := verify.AgainstSource(ctx, src, sidecar, opt)
+	rep, err := AgainstSource(ctx, src, sidecar, opt)
 	if err != nil {
 		return []FsckFinding{{Code: CodeUnchecked, Path: sidecar, Detail: err.Error(), Action: ActionNone,
 			Repair: "cannot repair: fsck could not verify the sidecar; fix the cause and run fsck again"}}
@@ -163,12 +157,12 @@ func (tr *treeRun) againstSource(ctx context.Context, s discover.Session) []Fsck
 	for _, f := range rep.Findings {
 		ff := fromVerify(f)
 		if ff.Class == "" {
-			ff.Class = string(verify.ClassCorrupt)
+			ff.Class = string(ClassCorrupt)
 		}
 		out = append(out, ff)
 	}
 	if len(out) == 0 {
-		out = append(out, FsckFinding{Code: verify.CodeEntriesSource, Class: string(verify.ClassCorrupt), Path: sidecar,
+		out = append(out, FsckFinding{Code: CodeEntriesSource, Class: string(ClassCorrupt), Path: sidecar,
 			Detail: fmt.Sprintf("the sidecar does not verify against its source (%+v)", rep.Verification),
 			Action: ActionRebuild, Repair: repairRebuild})
 	}
@@ -194,10 +188,4 @@ func leftoverFindings(s discover.Session, sidecarInstalled bool) []FsckFinding {
 		out = append(out, f)
 	}
 	return out
-}
-
-// exists reports whether something is at path (not following a symlink).
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return !errors.Is(err, fs.ErrNotExist)
 }

@@ -1,41 +1,11 @@
 package engine
 
 import (
-	"context"
-	"errors"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"pisess/readers/discover"
-	"pisess/writers/durable"
 )
-
-// lockPollInterval is how often a run waiting for a tree lock (--lock-wait)
-// tries again. flock(2) has no timed wait; a short poll keeps the waiting
-// run interruptible by its context.
-const lockPollInterval = 100 * time.Millisecond
-
-// lockTreeWait is [lockTreeForRepair], trying again for up to wait while
-// another run holds the lock (--lock-wait): a cron run that overlaps a
-// person's run then goes on after it instead of exiting 32 at once. wait
-// 0 tries once.
-func lockTreeWait(ctx context.Context, ops durable.Ops, tree string, wait time.Duration) (*durable.Lock, string, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		l, stale, err := lockTreeForRepair(ops, tree)
-		if err == nil || !errors.Is(err, ErrTreeLocked) || !time.Now().Before(deadline) {
-			return l, stale, err
-		}
-		t := time.NewTimer(min(lockPollInterval, time.Until(deadline)))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, "", err
-		case <-t.C:
-		}
-	}
-}
 
 // isDefaultTree reports whether tree is the default session tree, which
 // commands use when given no path.

@@ -1,11 +1,9 @@
-package engine
+package verify
 
 import (
 	"fmt"
 	"pisess/readers/discover"
 	"strings"
-
-	"pisess/verify"
 )
 
 // Repair actions: what fsck --repair does about a finding. A finding's
@@ -50,7 +48,7 @@ const (
 	ActionAcknowledge RepairAction = "acknowledge-journal-line"
 )
 
-// Codes of the findings fsck adds to verify's (verify.Code*): the tree's.
+// Codes of the findings fsck adds to verify's (Code*): the tree's.
 const (
 	CodeTreeStaging   = "tree.staging"    // a <stem>.v2.staging.* left by an interrupted run
 	CodeTreeBackup    = "tree.backup"     // a <stem>.v2.backup.* left by an interrupted cutover
@@ -99,8 +97,8 @@ func (f FsckFinding) String() string {
 	return b.String()
 }
 
-// key identifies a finding across a check and its re-check.
-func (f FsckFinding) key() string { return f.Code + "\x00" + f.Path }
+// Key identifies a finding across a check and its re-check.
+func (f FsckFinding) Key() string { return f.Code + "\x00" + f.Path }
 
 // FsckSession is one session as fsck saw it: its class before any repair
 // and, with --repair, after.
@@ -108,8 +106,8 @@ type FsckSession struct {
 	Path     string        `json:"path"`
 	Format   string        `json:"sourceFormat"`
 	Version  int           `json:"version"`
-	Class    verify.Class  `json:"class"`
-	After    verify.Class  `json:"classAfterRepair,omitempty"`
+	Class    Class         `json:"class"`
+	After    Class         `json:"classAfterRepair,omitempty"`
 	Findings []FsckFinding `json:"findings"`
 }
 
@@ -121,62 +119,4 @@ type FsckTree struct {
 	Sessions []FsckSession `json:"sessions"`
 	// Skipped are entries that are not sessions (notices).
 	Skipped []discover.Skipped `json:"skippedEntries"`
-}
-
-// FsckTotals sums a report.
-type FsckTotals struct {
-	Sessions int                  `json:"sessions"`
-	Classes  map[verify.Class]int `json:"classes"`
-	Problems int                  `json:"problems"`
-	Repaired int                  `json:"repaired"`
-	Left     int                  `json:"left"`
-	Notices  int                  `json:"notices"`
-}
-
-// FsckReport is what Fsck found and, with Repair, did.
-type FsckReport struct {
-	// CorrelationID is the run's id, which every journal note of its
-	// repairs carries and the quarantine directory is named after; "" for
-	// a check without --repair (which writes nothing).
-	CorrelationID string     `json:"correlationId,omitempty"`
-	Repair        bool       `json:"repair"`
-	Trees         []FsckTree `json:"trees"`
-	Totals        FsckTotals `json:"totals"`
-}
-
-// Tally counts the problems (notices excluded) and those repaired.
-func (r FsckReport) Tally() Tally {
-	return Tally{Problems: r.Totals.Problems, Repaired: r.Totals.Repaired}
-}
-
-// total fills in Totals.
-func (r *FsckReport) total() {
-	t := FsckTotals{Classes: map[verify.Class]int{}}
-	count := func(fs []FsckFinding) {
-		for _, f := range fs {
-			switch {
-			case f.Notice:
-				t.Notices++
-			case f.Repaired:
-				t.Problems++
-				t.Repaired++
-			default:
-				t.Problems++
-				t.Left++
-			}
-		}
-	}
-	for _, tr := range r.Trees {
-		count(tr.Findings)
-		for _, s := range tr.Sessions {
-			t.Sessions++
-			c := s.Class
-			if s.After != "" {
-				c = s.After
-			}
-			t.Classes[c]++
-			count(s.Findings)
-		}
-	}
-	r.Totals = t
 }

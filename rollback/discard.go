@@ -1,19 +1,17 @@
-package engine
+package rollback
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 
-	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"pisess/ledger"
 	"pisess/verify"
@@ -31,20 +29,49 @@ import (
 // pisess did not build, a corrupt one, a source rewritten rather than
 // appended to — stays in the quarantine.
 
-// discardedNote is what a report says of a displaced sidecar not kept.
-const discardedNote = "the displaced sidecar was reproducible from the source and was not kept (rollback of this run leaves pi reading the session file)"
+// fpBeforeDiscards: a batch of discarded notes synced, its copies not yet
+// removed. (Named for the migrate run whose displaced sidecars these are.)
+const fpBeforeDiscards = "engine.before-discards"
+
+func init() { durable.Register(fpBeforeDiscards) }
+
+// DiscardedNote is what a report says of a displaced sidecar not kept.
+const DiscardedNote = "the displaced sidecar was reproducible from the source and was not kept (rollback of this run leaves pi reading the session file)"
+
+// Displaced is a session of a run whose refresh may have displaced a
+// sidecar into the quarantine: what the discarder judges it by.
+type Displaced struct {
+	// Journal is the session's tree journal (nil: the run keeps none).
+	Journal *ledger.Journal
+	// Tree, Rel and Session are the session's tree, its path in the tree
+	// and the session file; Sidecar is its sidecar.
+	Tree, Rel, Session, Sidecar string
+	// Class is the status class the run planned the session with: that
+	// of the sidecar it displaced.
+	Class verify.Class
+	// Installed: the run installed a new sidecar; Path is where the
+	// displaced one went ("" when none); Incremental: the refresh staged
+	// only what the source gained.
+	Installed   bool
+	Path        string
+	Incremental bool
+	// Prior is the session's refresh record as the run found it (valid
+	// when HasPrior).
+	Prior    ledger.RefreshRecord
+	HasPrior bool
+}
 
 // reproducibleDisplaced returns where the displaced sidecar of a refresh is
 // when it is reproducible (ok), so that the discarder removes it.
-func reproducibleDisplaced(known func() map[string]bool, jb job, res SessionResult, cid string) (q string, ok bool, err error) {
-	if jb.journal == nil || res.Outcome != OutcomeDone || res.Displaced == "" {
+func reproducibleDisplaced(known func() map[string]bool, d Displaced, cid string) (q string, ok bool, err error) {
+	if d.Journal == nil || !d.Installed || d.Path == "" {
 		return "", false, nil
 	}
-	if jb.plan.class != verify.ClassStale && jb.plan.class != verify.ClassMigrated {
+	if d.Class != verify.ClassStale && d.Class != verify.ClassMigrated {
 		return "", false, nil // corrupt, partial, a symlink, unreadable: kept
 	}
-	q = filepath.Clean(res.Displaced)
-	if q != ledger.QuarantinePath(jb.session.Tree, cid, jb.session.Rel, "displaced") {
+	q = filepath.Clean(d.Path)
+	if q != ledger.QuarantinePath(d.Tree, cid, d.Rel, "displaced") {
 		return "", false, nil // not where this run's cutover puts it: not ours to judge
 	}
 	// Parents resolved without symlinks: a planted symlink on the way to
@@ -53,24 +80,24 @@ func reproducibleDisplaced(known func() map[string]bool, jb job, res SessionResu
 	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return "", false, nil
 	}
-	about := recordAbout(q, jb)
-	if ok, err := builtByPisess(q, jb, about, known); err != nil || !ok {
+	about := recordAbout(q, d)
+	if ok, err := builtByPisess(q, d, about, known); err != nil || !ok {
 		return "", false, err
 	}
-	if ok, err := sourceStillHolds(q, jb, about, res.Incremental); err != nil || !ok {
+	if ok, err := sourceStillHolds(q, d, about, d.Incremental); err != nil || !ok {
 		return "", false, err
 	}
 	return q, true, nil
 }
 
-// discard is one displaced sidecar a run does not keep.
-type discard struct {
-	job int // index in the run's jobs and sessions
-	q   string
-	j   *ledger.Journal
+// Discard is one displaced sidecar a run does not keep.
+type Discard struct {
+	Job  int    // the number the run offered it with (Offer)
+	Path string // where it was in the quarantine
+	j    *ledger.Journal
 }
 
-// discarder removes the displaced sidecars a run does not keep while the
+// Discarder removes the displaced sidecars a run does not keep while the
 // run goes on (issue 14: removing them after the last session left the
 // unlinks of every refreshed store, most of a steady refresh run's tail,
 // in series at its end). A session's discarded note is appended to its
@@ -78,51 +105,53 @@ type discard struct {
 // far durable with one sync per journal, then removes their copies (a crash
 // between the two leaves an extra copy, never a missing one unrecorded),
 // and meanwhile the notes of the next sessions queue up.
-type discarder struct {
+type Discarder struct {
 	cid string
 	now func() string
-	in  chan discard
-	out chan discardResults
+	in  chan Discard
+	out chan DiscardResults
 
 	mu    sync.Mutex
 	known map[*ledger.Journal]map[string]bool
 }
 
-// discardResults are the discards done and, per failure, why the copy was
-// kept, by job index.
-type discardResults struct {
-	done []discard
-	kept map[int]error
+// DiscardResults are the discards done and, per failure, why the copy was
+// kept, by the number it was offered with.
+type DiscardResults struct {
+	Done []Discard
+	Kept map[int]error
 }
 
-func newDiscarder(cid string, now func() string) *discarder {
-	d := &discarder{cid: cid, now: now, in: make(chan discard, 64), out: make(chan discardResults, 1),
+// NewDiscarder starts the discarder of run cid, whose notes are stamped
+// with now's time.
+func NewDiscarder(cid string, now func() string) *Discarder {
+	d := &Discarder{cid: cid, now: now, in: make(chan Discard, 64), out: make(chan DiscardResults, 1),
 		known: map[*ledger.Journal]map[string]bool{}}
 	go d.run()
 	return d
 }
 
-// offer queues the displaced sidecar of a finished session for removal
-// when it is reproducible; the error says why it was kept otherwise (nil
-// when there is nothing to say).
-func (d *discarder) offer(i int, jb job, res SessionResult) error {
-	q, ok, err := reproducibleDisplaced(func() map[string]bool { return d.knownIDs(jb.journal) }, jb, res, d.cid)
+// Offer queues the displaced sidecar of a finished session (number i of
+// the run) for removal when it is reproducible; the error says why it was
+// kept otherwise (nil when there is nothing to say).
+func (d *Discarder) Offer(i int, x Displaced) error {
+	q, ok, err := reproducibleDisplaced(func() map[string]bool { return d.knownIDs(x.Journal) }, x, d.cid)
 	if err != nil || !ok {
 		return err
 	}
-	err = jb.journal.AppendUnsynced(ledger.NoteRecord(ledger.Note{CorrelationID: d.cid, At: d.now(), Session: res.Path,
-		Kind: ledger.NoteDiscarded, Path: res.Sidecar, QuarantinePath: q,
+	err = x.Journal.AppendUnsynced(ledger.NoteRecord(ledger.Note{CorrelationID: d.cid, At: d.now(), Session: x.Session,
+		Kind: ledger.NoteDiscarded, Path: x.Sidecar, QuarantinePath: q,
 		Detail: "the displaced sidecar was built by pisess and the session file still holds the bytes it was built from: not kept"}))
 	if err != nil {
 		return fmt.Errorf("journal discarded note: %w", err)
 	}
-	d.in <- discard{job: i, q: q, j: jb.journal}
+	d.in <- Discard{Job: i, Path: q, j: x.Journal}
 	return nil
 }
 
 // knownIDs returns the correlation ids j records, read once per run and
 // only when a refresh record cannot vouch for a store.
-func (d *discarder) knownIDs(j *ledger.Journal) map[string]bool {
+func (d *Discarder) knownIDs(j *ledger.Journal) map[string]bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.known[j] == nil {
@@ -136,16 +165,16 @@ func (d *discarder) knownIDs(j *ledger.Journal) map[string]bool {
 	return d.known[j]
 }
 
-// wait returns the results once every offered discard is done.
-func (d *discarder) wait() discardResults {
+// Wait returns the results once every offered discard is done.
+func (d *Discarder) Wait() DiscardResults {
 	close(d.in)
 	return <-d.out
 }
 
-func (d *discarder) run() {
-	res := discardResults{kept: map[int]error{}}
+func (d *Discarder) run() {
+	res := DiscardResults{Kept: map[int]error{}}
 	for first := range d.in {
-		batch := []discard{first}
+		batch := []Discard{first}
 	gather:
 		for {
 			select {
@@ -167,41 +196,19 @@ func (d *discarder) run() {
 		durable.Failpoint(fpBeforeDiscards)
 		for _, x := range batch {
 			if err := synced[x.j]; err != nil {
-				res.kept[x.job] = fmt.Errorf("journal discarded note: %w", err)
+				res.Kept[x.Job] = fmt.Errorf("journal discarded note: %w", err)
 				continue
 			}
 			// Not synced: a removal a crash undoes leaves a copy the
 			// journal calls discarded, which prune removes with its run.
-			if err := os.RemoveAll(x.q); err != nil {
-				res.kept[x.job] = fmt.Errorf("remove reproducible displaced sidecar %s: %w", x.q, err)
+			if err := os.RemoveAll(x.Path); err != nil {
+				res.Kept[x.Job] = fmt.Errorf("remove reproducible displaced sidecar %s: %w", x.Path, err)
 				continue
 			}
-			res.done = append(res.done, x)
+			res.Done = append(res.Done, x)
 		}
 	}
 	d.out <- res
-}
-
-// syncKeptDisplaced makes the moves of the displaced sidecars the run
-// kept durable: each directory they changed is synced once, however many
-// sessions share it (a discarded copy needs none: a crash that undoes its
-// move leaves it at its backup name, which fsck quarantines).
-func syncKeptDisplaced(ops durable.Ops, sessions []SessionResult, log zerolog.Logger) {
-	synced := map[string]bool{}
-	for _, s := range sessions {
-		if s.Displaced == "" {
-			continue
-		}
-		for _, dir := range s.syncDirs {
-			if synced[dir] {
-				continue
-			}
-			synced[dir] = true
-			if err := ops.SyncDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				log.Warn().Err(err).Str("session", s.Path).Msg("the move of the displaced sidecar into the quarantine may not survive a crash")
-			}
-		}
-	}
 }
 
 // builtByPisess reports whether the store's own ledger ends with a
@@ -209,7 +216,7 @@ func syncKeptDisplaced(ops durable.Ops, sessions []SessionResult, log zerolog.Lo
 // the record is about this very store (about), else one the tree journal
 // knows (known reads it, once per run and only when a record cannot
 // answer: the journal grows with every run, and prune drops old runs).
-func builtByPisess(store string, jb job, about bool, known func() map[string]bool) (bool, error) {
+func builtByPisess(store string, d Displaced, about bool, known func() map[string]bool) (bool, error) {
 	evs, err := ledger.ReadStoreEvents(store)
 	if err != nil {
 		var le *ledger.LedgerError
@@ -221,7 +228,7 @@ func builtByPisess(store string, jb job, about bool, known func() map[string]boo
 	for i := len(evs) - 1; i >= 0; i-- {
 		if evs[i].Phase == wire.PhaseCompleted && evs[i].Outcome == wire.OutcomeOK {
 			cid := evs[i].CorrelationID
-			if jb.prior.CorrelationID != "" && cid == jb.prior.CorrelationID && about {
+			if d.Prior.CorrelationID != "" && cid == d.Prior.CorrelationID && about {
 				return true, nil
 			}
 			return known()[cid], nil
@@ -237,23 +244,23 @@ func builtByPisess(store string, jb job, about bool, known func() map[string]boo
 // refresh record the run found says it, when the record is about q
 // (about). An incremental refresh has already proved that the source
 // begins with the record's bytes: those are not hashed again.
-func sourceStillHolds(q string, jb job, about, incremental bool) (bool, error) {
-	bytes, sum, ok := builtFrom(q, jb, about)
+func sourceStillHolds(q string, d Displaced, about, incremental bool) (bool, error) {
+	bytes, sum, ok := builtFrom(q, d, about)
 	if !ok {
 		return false, nil
 	}
-	if incremental && jb.hasPrior && jb.prior.SourceBytes == bytes && jb.prior.SourceSHA256 == sum {
+	if incremental && d.HasPrior && d.Prior.SourceBytes == bytes && d.Prior.SourceSHA256 == sum {
 		return true, nil
 	}
-	src, err := durable.OS.OpenNoFollow(jb.session.Path, os.O_RDONLY, 0)
+	src, err := durable.OS.OpenNoFollow(d.Session, os.O_RDONLY, 0)
 	if err != nil {
-		return false, fmt.Errorf("reread %s: %w", jb.session.Path, err)
+		return false, fmt.Errorf("reread %s: %w", d.Session, err)
 	}
 	defer src.Close()
 	h := sha256.New()
 	n, err := io.Copy(h, io.LimitReader(src, bytes))
 	if err != nil {
-		return false, fmt.Errorf("reread %s: %w", jb.session.Path, err)
+		return false, fmt.Errorf("reread %s: %w", d.Session, err)
 	}
 	return n == bytes && hex.EncodeToString(h.Sum(nil)) == sum, nil
 }
@@ -261,7 +268,7 @@ func sourceStillHolds(q string, jb job, about, incremental bool) (bool, error) {
 // builtFrom returns the length and lower-case SHA-256 of the source bytes
 // the store q was built from, as its fingerprint or the run's prior
 // refresh record says (about: the record describes q).
-func builtFrom(q string, jb job, about bool) (int64, string, bool) {
+func builtFrom(q string, d Displaced, about bool) (int64, string, bool) {
 	f, err := durable.OS.OpenNoFollow(filepath.Join(q, "source-state.json"), os.O_RDONLY, 0)
 	if err != nil {
 		return 0, "", false
@@ -281,21 +288,21 @@ func builtFrom(q string, jb job, about bool) (int64, string, bool) {
 	if !about {
 		return 0, "", false
 	}
-	return jb.prior.SourceBytes, jb.prior.SourceSHA256, true
+	return d.Prior.SourceBytes, d.Prior.SourceSHA256, true
 }
 
 // recordAbout reports whether the run's prior refresh record describes the
 // store q: a well-formed record, q's manifest the very file it names (same
 // device and inode), with the entry count and chain hash it names.
-func recordAbout(q string, jb job) bool {
-	if !jb.hasPrior {
+func recordAbout(q string, d Displaced) bool {
+	if !d.HasPrior {
 		return false
 	}
-	if _, ok := jb.prior.sha(); !ok {
+	if _, ok := d.Prior.SHA256(); !ok {
 		return false
 	}
-	dev, ino, ok := manifestIdentity(q)
-	if !ok || dev != jb.prior.ManifestDev || ino != jb.prior.ManifestIno {
+	dev, ino, ok := store.ManifestIdentity(q)
+	if !ok || dev != d.Prior.ManifestDev || ino != d.Prior.ManifestIno {
 		return false
 	}
 	st, err := store.Open(q, store.ReadOptions{})
@@ -303,12 +310,12 @@ func recordAbout(q string, jb job) bool {
 		return false
 	}
 	m, err := st.Manifest()
-	return err == nil && m.Counters.EntriesTotal == jb.prior.Entries && m.Integrity.ChainHash == jb.prior.ChainHash
+	return err == nil && m.Counters.EntriesTotal == d.Prior.Entries && m.Integrity.ChainHash == d.Prior.ChainHash
 }
 
-// removeEmptyParents removes dir and its parents up to and including stop
+// RemoveEmptyParents removes dir and its parents up to and including stop
 // while they are empty (os.Remove refuses a directory that is not).
-func removeEmptyParents(dir, stop string) {
+func RemoveEmptyParents(dir, stop string) {
 	for strings.HasPrefix(dir, stop) {
 		if os.Remove(dir) != nil || dir == stop {
 			return

@@ -1,6 +1,6 @@
 //go:build !profile
 
-package main
+package tune
 
 // startProfiling does nothing outside builds with the profile tag.
 func startProfiling() func() { return func() {} }

@@ -1,4 +1,4 @@
-package engine
+package ledger
 
 import (
 	"crypto/sha256"
@@ -12,33 +12,32 @@ import (
 	"strings"
 	"time"
 
-	"pisess/ledger"
 	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
 
-// quarantine moves what fsck removes from a tree into
+// Quarantiner moves what fsck removes from a tree into
 // <tree>/.pisess/quarantine/<run id>/ (never deletes it) and writes the
 // journal note that says where each thing went.
-type quarantine struct {
+type Quarantiner struct {
 	ops           durable.Ops
 	tree          string
 	correlationID string
-	journal       *ledger.Journal
+	journal       *Journal
 	clock         func() time.Time
 	uid, gid      int // the tree's owner: who gets what root creates here
 }
 
-func newQuarantine(ops durable.Ops, tree, correlationID string, journal *ledger.Journal, clock func() time.Time) (*quarantine, error) {
+func NewQuarantiner(ops durable.Ops, tree, correlationID string, journal *Journal, clock func() time.Time) (*Quarantiner, error) {
 	uid, gid, err := ops.Owner(tree)
 	if err != nil {
 		return nil, fmt.Errorf("quarantine: %w", err)
 	}
-	return &quarantine{ops: ops, tree: tree, correlationID: correlationID, journal: journal, clock: clock, uid: uid, gid: gid}, nil
+	return &Quarantiner{ops: ops, tree: tree, correlationID: correlationID, journal: journal, clock: clock, uid: uid, gid: gid}, nil
 }
 
 // rel returns path relative to the tree, for QuarantinePath.
-func (q *quarantine) rel(path string) string {
+func (q *Quarantiner) rel(path string) string {
 	r, err := filepath.Rel(q.tree, path)
 	if err != nil {
 		return path
@@ -47,10 +46,10 @@ func (q *quarantine) rel(path string) string {
 }
 
 // target returns a free quarantine path for path with kind: the pure
-// ledger.QuarantinePath, or that with ".N" when a re-run with the same id
+// QuarantinePath, or that with ".N" when a re-run with the same id
 // already put something there (never overwritten).
-func (q *quarantine) target(path, kind string) (string, error) {
-	base := ledger.QuarantinePath(q.tree, q.correlationID, q.rel(path), kind)
+func (q *Quarantiner) target(path, kind string) (string, error) {
+	base := QuarantinePath(q.tree, q.correlationID, q.rel(path), kind)
 	for n := 0; n < 1000; n++ {
 		p := base
 		if n > 0 {
@@ -67,14 +66,14 @@ func (q *quarantine) target(path, kind string) (string, error) {
 
 // mkdirs makes dir and every missing directory up to .pisess/, each 0700
 // and, as root, given to the tree's owner.
-func (q *quarantine) mkdirs(dir string) error {
-	base := filepath.Join(q.tree, ledger.PisessDir)
+func (q *Quarantiner) mkdirs(dir string) error {
+	base := filepath.Join(q.tree, PisessDir)
 	rel, err := filepath.Rel(base, dir)
 	if err != nil || !filepath.IsLocal(rel) && rel != "." {
 		return fmt.Errorf("quarantine directory %s is not under %s", dir, base)
 	}
 	cur := q.tree
-	for _, part := range append([]string{ledger.PisessDir}, strings.Split(rel, string(filepath.Separator))...) {
+	for _, part := range append([]string{PisessDir}, strings.Split(rel, string(filepath.Separator))...) {
 		if part == "" || part == "." {
 			continue
 		}
@@ -98,9 +97,9 @@ func (q *quarantine) mkdirs(dir string) error {
 	return nil
 }
 
-// move renames path (a file or directory, or a symlink itself) into the
+// Move renames path (a file or directory, or a symlink itself) into the
 // quarantine and records a quarantined note; it returns where it went.
-func (q *quarantine) move(session, path, kind, detail string) (string, error) {
+func (q *Quarantiner) Move(session, path, kind, detail string) (string, error) {
 	dst, err := q.target(path, kind)
 	if err != nil {
 		return "", err
@@ -111,15 +110,15 @@ func (q *quarantine) move(session, path, kind, detail string) (string, error) {
 	if err := q.ops.RenameNoReplace(path, dst); err != nil {
 		return "", fmt.Errorf("quarantine %s: %w", path, err)
 	}
-	err = q.note(ledger.Note{Session: session, Kind: ledger.NoteQuarantined, Path: path, QuarantinePath: dst, Detail: detail})
+	err = q.Note(Note{Session: session, Kind: NoteQuarantined, Path: path, QuarantinePath: dst, Detail: detail})
 	return dst, err
 }
 
-// keep writes a copy of bytes about to be removed from path (a torn tail,
+// Keep writes a copy of bytes about to be removed from path (a torn tail,
 // an index or manifest about to be rewritten, a journal line) into the
 // quarantine, durably, before the caller removes them: they are then
 // never the only copy. It returns the copy's path and digest.
-func (q *quarantine) keep(path, kind string, data []byte) (string, string, error) {
+func (q *Quarantiner) Keep(path, kind string, data []byte) (string, string, error) {
 	dst, err := q.target(path, kind)
 	if err != nil {
 		return "", "", err
@@ -135,14 +134,14 @@ func (q *quarantine) keep(path, kind string, data []byte) (string, string, error
 	return dst, hex.EncodeToString(sum[:]), nil
 }
 
-// note appends n, stamped with the run's id and time, to the journal.
-func (q *quarantine) note(n ledger.Note) error {
+// Note appends n, stamped with the run's id and time, to the journal.
+func (q *Quarantiner) Note(n Note) error {
 	n.CorrelationID = q.correlationID
 	n.At = wire.FormatTimestamp(q.clock())
 	if n.Session == "" {
 		n.Session = q.tree
 	}
-	if err := q.journal.Append(ledger.NoteRecord(n)); err != nil {
+	if err := q.journal.Append(NoteRecord(n)); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil

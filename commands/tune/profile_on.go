@@ -1,6 +1,6 @@
 //go:build profile
 
-package main
+package tune
 
 import (
 	"bytes"

@@ -1,9 +1,7 @@
-package engine
+package verify
 
 import (
 	"strings"
-
-	"pisess/verify"
 )
 
 // Repair texts of fsck's own actions, worded once.
@@ -23,41 +21,41 @@ const (
 // anything else rebuild the sidecar from the source, which is
 // authoritative. A refused source and a symlinked ancestor cannot be
 // repaired by pisess at all.
-func actionFor(f verify.Finding) (RepairAction, string) {
+func actionFor(f Finding) (RepairAction, string) {
 	switch {
 	case strings.HasPrefix(f.Code, "source."):
-		return ActionNone, verify.RepairSource
+		return ActionNone, RepairSource
 	}
 	switch f.Code {
-	case verify.CodeSymlinkAncestor:
+	case CodeSymlinkAncestor:
 		if f.Repair != "" {
 			return ActionNone, f.Repair
 		}
-		return ActionNone, verify.RepairSymlinkAncestor(f.Path)
-	case verify.CodeMode:
-		return ActionChmod, verify.RepairChmod
-	case verify.CodeOwner:
-		return ActionChown, verify.RepairChown
-	case verify.CodeRollbackIntent:
-		return ActionFinishRollback, verify.RepairIntent
-	case verify.CodeIndexTorn, verify.CodeSegmentTorn, verify.CodeLedgerTorn:
-		return ActionCutTail, verify.RepairCutTail
-	case verify.CodeIndexMissing, verify.CodeIndexLagging, verify.CodeIndexInvalid, verify.CodeIndexOutOfBounds:
-		return ActionRebuildIndex, verify.RepairRebuildIndex
-	case verify.CodeManifestMissing, verify.CodeManifestInvalid, verify.CodeManifestMismatch,
-		verify.CodeManifestInvariant, verify.CodeChainBreak:
-		return ActionRecomputeManifest, verify.RepairManifest
-	case verify.CodeSourceStale, verify.CodeSourceChanged:
+		return ActionNone, RepairSymlinkAncestor(f.Path)
+	case CodeMode:
+		return ActionChmod, RepairChmod
+	case CodeOwner:
+		return ActionChown, RepairChown
+	case CodeRollbackIntent:
+		return ActionFinishRollback, RepairIntent
+	case CodeIndexTorn, CodeSegmentTorn, CodeLedgerTorn:
+		return ActionCutTail, RepairCutTail
+	case CodeIndexMissing, CodeIndexLagging, CodeIndexInvalid, CodeIndexOutOfBounds:
+		return ActionRebuildIndex, RepairRebuildIndex
+	case CodeManifestMissing, CodeManifestInvalid, CodeManifestMismatch,
+		CodeManifestInvariant, CodeChainBreak:
+		return ActionRecomputeManifest, RepairManifest
+	case CodeSourceStale, CodeSourceChanged:
 		return ActionRefresh, repairRefresh
-	case verify.CodeStaging:
+	case CodeStaging:
 		return ActionQuarantine, repairQuarantine
 	}
 	return ActionRebuild, repairRebuild
 }
 
-// inPlace reports whether an action mends the store where it is (under
+// InPlace reports whether an action mends the store where it is (under
 // the store's mutation lock), as opposed to replacing or moving it.
-func inPlace(a RepairAction) bool {
+func InPlace(a RepairAction) bool {
 	switch a {
 	case ActionCutTail, ActionRebuildIndex, ActionRecomputeManifest, ActionChmod, ActionChown, ActionFinishRollback:
 		return true
@@ -66,7 +64,7 @@ func inPlace(a RepairAction) bool {
 }
 
 // fromVerify turns a verify finding into an fsck finding with its repair.
-func fromVerify(f verify.Finding) FsckFinding {
+func fromVerify(f Finding) FsckFinding {
 	action, repair := actionFor(f)
 	out := FsckFinding{
 		Code:    f.Code,
@@ -86,7 +84,7 @@ func fromVerify(f verify.Finding) FsckFinding {
 		// session the reference cannot migrate would fail fsck forever).
 		out.Notice = true
 	}
-	if f.Code == verify.CodeSourceStale || f.Code == verify.CodeSourceChanged {
+	if f.Code == CodeSourceStale || f.Code == CodeSourceChanged {
 		// Stale is not damage: pi marks a sidecar dirty on every save and
 		// reads the source until a refresh (FORMAT.md §8). Reported as a
 		// notice (exit 0); --repair still refreshes it, as migrate does.

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"os"
+	"syscall"
+
+	"pisess/ledger"
+	"pisess/readers"
+	"pisess/readers/discover"
+	"pisess/verify"
+)
+
+// A run reads each tree's state files (ledger: the refusal cache, the
+// fresh cache, the refresh records) on goroutines of their own while the
+// walk lists the tree, and plans with them.
+
+// loading is a value read on a goroutine of its own; get waits for it.
+type loading[T any] struct {
+	ready chan struct{}
+	v     T
+}
+
+func startLoading[T any](load func() T) *loading[T] {
+	l := &loading[T]{ready: make(chan struct{})}
+	go func() {
+		l.v = load()
+		close(l.ready)
+	}()
+	return l
+}
+
+func (l *loading[T]) get() T {
+	<-l.ready
+	return l.v
+}
+
+// treeCaches are a tree's state files, being read.
+type treeCaches struct {
+	refusals *loading[*ledger.RefusalCache]
+	fresh    *loading[*verify.FreshCache]
+	records  *loading[*ledger.RefreshRecords]
+}
+
+func loadTreeCaches(root string, j verify.FreshJudges) *treeCaches {
+	return &treeCaches{
+		refusals: startLoading(func() *ledger.RefusalCache { return ledger.LoadRefusalCache(root) }),
+		fresh:    startLoading(func() *verify.FreshCache { return verify.LoadFreshCache(root, j) }),
+		records:  startLoading(func() *ledger.RefreshRecords { return ledger.LoadRefreshRecords(root) }),
+	}
+}
+
+// Header implements discover.Headers from the fresh cache, once read.
+func (c *treeCaches) Header(rel string, key discover.FileKey) (int, bool) {
+	return c.fresh.get().Header(rel, key)
+}
+
+// identityOfKey is the identity of a regular file by its lstat metadata
+// (discovery's, taken as it listed the file: before anything read it).
+func identityOfKey(k discover.FileKey) (ledger.FileIdentity, bool) {
+	if k == (discover.FileKey{}) || k.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return ledger.FileIdentity{}, false
+	}
+	return ledger.FileIdentity{Dev: k.Dev, Ino: k.Ino, Size: int64(k.Size),
+		MtimeNs: int64(k.MtimeSec)*1e9 + int64(k.MtimeNsec), CtimeNs: int64(k.CtimeSec)*1e9 + int64(k.CtimeNsec)}, true
+}
+
+// planWithCache plans jb's session, first asking the tree's refusal cache
+// (jb.cache): a session refused before and unchanged since is refused
+// again without being read, locked or journaled (issue 12, item 4). The
+// tree's fresh cache (jb.fresh) stands in for the sidecar's status when
+// it can (planSession).
+func planWithCache(jb *job, force bool) {
+	s := jb.session
+	if jb.cache != nil && s.Refusal == nil {
+		if jb.identity, jb.hasIdentity = identityOfKey(s.Key); !jb.hasIdentity {
+			jb.identity, jb.hasIdentity = identityOf(s.Path)
+		}
+		if jb.hasIdentity {
+			if e, ok := jb.cache.Lookup(s.Rel, jb.identity); ok {
+				jb.fromCache = true
+				jb.plan = plan{action: PlanRefuse, reason: e.Reason,
+					refusal: &readers.RefusedError{Path: s.Path, Line: e.Line, Class: readers.Class(e.Class), Reason: e.Reason},
+					notes:   []string{"refused before and unchanged since (" + ledger.RefusalCacheName + "): not read again until pi writes it"}}
+				return
+			}
+		}
+	}
+	jb.plan = planSession(s, force, jb.fresh)
+}
+
+// recordRefusal updates the refusal cache c with a session's outcome: a
+// refusal found by reading the session is remembered with the identity
+// taken before the read (a write during the read changes it, so the
+// session is read again); a session installed is forgotten.
+func recordRefusal(c *ledger.RefusalCache, jb job, res SessionResult) {
+	switch {
+	case jb.fromCache || !jb.hasIdentity || jb.session.Rel == "":
+	case res.Outcome == OutcomeRefused && jb.plan.action != PlanRefuse && res.Error != nil:
+		c.Remember(jb.session.Rel, jb.identity, res.Error.Class, res.Error.Line, res.Reason)
+	case res.Outcome == OutcomeDone || res.Outcome == OutcomeSkipped:
+		c.Forget(jb.session.Rel)
+	}
+}
+
+// identityOf lstats path; ok is false when it cannot be taken.
+func identityOf(path string) (ledger.FileIdentity, bool) {
+	if fi, err := os.Lstat(path); err == nil {
+		if k, ok := discover.FileKeyOf(fi); ok {
+			return identityOfKey(k)
+		}
+	}
+	return ledger.FileIdentity{}, false
+}

@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"pisess/verify"
+	"time"
+)
+
+// seams are the parts of a run a test replaces, given with the run's
+// options (MigrateOptions.seams) rather than set in package variables, so
+// that tests of the engine can run in parallel. nil is a run's own.
+type seams struct {
+	// judges replace the fresh cache's checks; a nil function (or a zero
+	// racy window) is the default's (verify.DefaultFreshJudges).
+	judges verify.FreshJudges
+	// opened is called with a session's path when its source has had its
+	// first pass.
+	opened func(path string)
+	// noLinger: a session's seal does not wait for others to share its
+	// syncfs.
+	noLinger bool
+}
+
+// verify.FreshJudges returns the fresh cache's checks: the test's where it gave
+// them, else the defaults.
+func (s *seams) freshJudges() verify.FreshJudges {
+	j := verify.DefaultFreshJudges()
+	if s == nil {
+		return j
+	}
+	if s.judges.RacyWindow != 0 {
+		j.RacyWindow = s.judges.RacyWindow
+	}
+	if s.judges.StatusFast != nil {
+		j.StatusFast = s.judges.StatusFast
+	}
+	if s.judges.StatusVouched != nil {
+		j.StatusVouched = s.judges.StatusVouched
+	}
+	if s.judges.FineCtime != nil {
+		j.FineCtime = s.judges.FineCtime
+	}
+	return j
+}
+
+// linger is how long a session's seal waits for others to share its
+// syncfs (durable.SyncGroup.Linger).
+func (s *seams) linger() time.Duration {
+	if s != nil && s.noLinger {
+		return 0
+	}
+	return sealLinger
+}
+
+// openedHook is seams.opened, nil when none.
+func (s *seams) openedHook() func(path string) {
+	if s == nil {
+		return nil
+	}
+	return s.opened
+}

@@ -1,0 +1,28 @@
+package tune
+
+import (
+	"os"
+	"runtime/debug"
+)
+
+// Start turns the knobs for the command line args (os.Args) and returns
+// what ends them: huge pages for the heap of a command that reads and
+// writes sessions (first, while the heap is a few hundred kilobytes),
+// GOGC 400 and the soft memory limit that follows the live heap unless the
+// environment sets GOGC or GOMEMLIMIT, and the profiles of a build with
+// the profile tag. GOMAXPROCS is a migration's own (EnterRun).
+func Start(args []string) (stop func()) {
+	adviseHugePages(args)
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	done := make(chan struct{})
+	if os.Getenv("GOMEMLIMIT") == "" {
+		go followLiveHeap(done)
+	}
+	stopProfiling := startProfiling()
+	return func() {
+		stopProfiling()
+		close(done)
+	}
+}

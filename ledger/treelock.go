@@ -1,0 +1,144 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"pisess/writers/durable"
+)
+
+// lockPollInterval is how often a run waiting for a tree lock (--lock-wait)
+// tries again. flock(2) has no timed wait; a short poll keeps the waiting
+// run interruptible by its context.
+const lockPollInterval = 100 * time.Millisecond
+
+// LockTreeWait is [LockTreeForRepair], trying again for up to wait while
+// another run holds the lock (--lock-wait): a cron run that overlaps a
+// person's run then goes on after it instead of exiting 32 at once. wait
+// 0 tries once.
+func LockTreeWait(ctx context.Context, ops durable.Ops, tree string, wait time.Duration) (*durable.Lock, string, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		l, stale, err := LockTreeForRepair(ops, tree)
+		if err == nil || !errors.Is(err, ErrTreeLocked) || !time.Now().Before(deadline) {
+			return l, stale, err
+		}
+		t := time.NewTimer(min(lockPollInterval, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, "", err
+		case <-t.C:
+		}
+	}
+}
+
+// TreeLockPath returns <tree>/.pisess/lock, the lock that keeps two pisess
+// runs out of one tree.
+func TreeLockPath(tree string) string { return filepath.Join(tree, PisessDir, "lock") }
+
+// treeLocked wraps a *durable.TreeLockedError so that it maps to exit 32
+// and names the holder.
+func treeLocked(err error) error {
+	return fmt.Errorf("%w: %w", ErrTreeLocked, err)
+}
+
+// CheckPisessDir refuses a tree whose .pisess is not a real directory: a
+// symlink there would carry the journal, the lock and the quarantine out
+// of the tree (pisess never follows one), and anything else is not
+// pisess's. The message says what to do.
+func CheckPisessDir(tree string) error {
+	dir := filepath.Join(tree, PisessDir)
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("tree %s: %w", tree, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, _ := os.Readlink(dir)
+		return fmt.Errorf("%s is a symlink (to %s), not pisess's directory: pisess never follows a symlink in a tree, "+
+			"so it keeps no journal, lock or quarantine there. Look at what it points to, then move the link aside "+
+			"(mv %s %s.link) and run again", dir, target, dir, dir)
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory: pisess keeps its journal, lock and quarantine there; move it aside and run again", dir)
+	}
+	return nil
+}
+
+// LockTreeForRepair takes the tree lock the way every changing pisess run
+// does (durable's TryLockTree, which records this run as the holder),
+// creating .pisess/ when missing. The holder text it found is non-empty
+// only when an earlier run died holding the lock: that is the stale-lock
+// finding, mended by this very takeover (the text is replaced now and
+// cleared at unlock).
+func LockTreeForRepair(ops durable.Ops, tree string) (*durable.Lock, string, error) {
+	dir := filepath.Join(tree, PisessDir)
+	if err := CheckPisessDir(tree); err != nil {
+		return nil, "", err
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		uid, gid, err := ops.Owner(tree)
+		if err != nil {
+			return nil, "", fmt.Errorf("tree lock: %w", err)
+		}
+		if err := ops.MkdirPrivate(dir); err != nil {
+			return nil, "", fmt.Errorf("tree lock: %w", err)
+		}
+		if err := ops.ChownIfRoot(dir, uid, gid); err != nil {
+			return nil, "", fmt.Errorf("tree lock: %w", err)
+		}
+	}
+	l, prev, err := ops.TryLockTree(TreeLockPath(tree))
+	var held *durable.TreeLockedError
+	if errors.As(err, &held) {
+		return nil, "", treeLocked(err)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return l, prev, nil
+}
+
+// LockTreeForCheck keeps other pisess runs out while a read-only fsck
+// looks, without writing anything: when the lock file exists it is
+// flocked (durable's LockFile, which records no holder, so a stale
+// holder's text stays for the finding and for --repair). A tree without
+// the lock file is read unlocked: a run that starts meanwhile creates it,
+// and a read-only check of a moving tree can only report too much, never
+// change it. stale is the dead holder's text when the lock is stale.
+func LockTreeForCheck(ctx context.Context, ops durable.Ops, tree string) (l *durable.Lock, stale string, err error) {
+	path := TreeLockPath(tree)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, "", nil
+	}
+	holder, isStale, err := ops.StaleTreeLock(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if !isStale && holder != "" {
+		return nil, "", treeLocked(&durable.TreeLockedError{Path: path, Holder: holder})
+	}
+	l, err = ops.LockFile(ctx, path, 0)
+	if errors.Is(err, durable.ErrLockTimeout) {
+		return nil, "", treeLocked(&durable.TreeLockedError{Path: path, Holder: holder})
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if isStale {
+		stale = holder
+	}
+	return l, stale, nil
+}
+
+// ErrTreeLocked may be wrapped by an error that means "another pisess run
+// holds the tree lock" (so may a *durable.TreeLockedError: see
+// IsTreeLocked): it maps to exit status 32, not 8, so that cron can tell
+// "try later" from "broken".
+var ErrTreeLocked = errors.New("session tree is locked by another pisess run")

@@ -1,0 +1,69 @@
+package rollback
+
+import (
+	"fmt"
+
+	"pisess/ledger"
+	"pisess/verify"
+)
+
+// acknowledgeJournalLine copies the line to the quarantine and appends the
+// repair note that acknowledges it.
+func acknowledgeJournalLine(q *ledger.Quarantiner, f verify.FsckFinding) error {
+	lines, err := ledger.ReadLines(f.Path, map[int64]bool{f.Line: true})
+	if err != nil {
+		return err
+	}
+	line := lines[f.Line]
+	dst, _, err := q.Keep(f.Path, fmt.Sprintf("line-%d", f.Line), line)
+	if err != nil {
+		return err
+	}
+	return q.Note(ledger.Note{
+		Kind:           ledger.NoteRepair,
+		Path:           f.Path,
+		QuarantinePath: dst,
+		SHA256:         ledger.LineDigest(line),
+		Detail:         fmt.Sprintf("journal line %d does not parse; a copy is in the quarantine and this note acknowledges it (the journal is never rewritten)", f.Line),
+	})
+}
+
+// Tree mends the tree's own findings: the journal lines and the
+// orphaned directories (the stale lock was mended by taking it).
+func (r *Repairer) Tree(fs []verify.FsckFinding) {
+	for i := range fs {
+		f := &fs[i]
+		if f.Repaired || f.Notice {
+			continue
+		}
+		var err error
+		switch f.Action {
+		case verify.ActionAcknowledge:
+			err = acknowledgeJournalLine(r.Q, *f)
+		case verify.ActionQuarantine:
+			_, err = r.Q.Move(r.Root, f.Path, "orphan", f.Detail)
+		default:
+			continue
+		}
+		if err != nil {
+			f.RepairError = err.Error()
+			r.Log.Warn().Err(err).Str("path", f.Path).Str("code", f.Code).Msg("repair failed")
+			continue
+		}
+		f.Repaired = true
+	}
+	// Re-check the journal: only lines that are still unacknowledged stay.
+	left, err := verify.JournalFindings(r.Journal)
+	if err != nil {
+		return
+	}
+	still := map[int64]bool{}
+	for _, f := range left {
+		still[f.Line] = true
+	}
+	for i := range fs {
+		if fs[i].Code == verify.CodeTreeJournal && still[fs[i].Line] {
+			fs[i].Repaired = false
+		}
+	}
+}
