@@ -152,8 +152,8 @@ func manPage(app *cli.App) string {
 	}
 
 	m.section("SEE ALSO")
-	m.text("pisess COMMAND --help; pisess completion bash|zsh|fish; the README of pisess " +
-		"(the machine interface: pisess.report.v1 and pisess.progress.v1).")
+	m.text("pisess COMMAND --help; pisess completion bash|zsh|fish; the README of pisess; its " +
+		"docs/json.md (the machine interface: pisess.report.v1 and pisess.progress.v1).")
 	return m.String()
 }
 
