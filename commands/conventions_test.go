@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pisess/commands/metrics"
 )
 
 func TestConventions(t *testing.T) {
@@ -230,6 +232,7 @@ func TestManPage(t *testing.T) {
 	}
 	page := r.stdout
 	for _, want := range []string{".TH PISESS 1", `.SH "EXIT STATUS"`, `.SH "ENVIRONMENT"`, `.SH "FILES"`, `.SS "pisess rollback`,
+		`.SH "CONVENTIONS"`, `.SH "LOGS AND METRICS"`, `.SH "SEVERAL USERS' TREES"`, `.SH "SECURITY"`,
 		`sidecars (<stem>.v2/ beside each session file)`, `\fI<tree>/.pisess/journal.jsonl\fR`, `\fB\-\-dry\-run\fR, \fB\-n\fR`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
@@ -323,6 +326,28 @@ func TestManPageRendered(t *testing.T) {
 		if !strings.Contains(sections["FILES"], f) {
 			t.Errorf("FILES lacks %s", f)
 		}
+	}
+	// The sections the README's reference parts became (issue 33): each
+	// metric the metrics file holds, and the security model's promises.
+	flat := func(name string) string { return strings.Join(strings.Fields(sections[name]), " ") }
+	for _, f := range metrics.Families() {
+		if !strings.Contains(flat("LOGS AND METRICS"), f.Name+" {"+strings.Join(f.Labels, ", ")+"}") {
+			t.Errorf("LOGS AND METRICS lacks %s with its labels", f.Name)
+		}
+	}
+	for _, want := range []string{"data, never as an address", "No symlink is ever followed", "never falls back to working as root",
+		"refused as forged or corrupt", "more than one hard link", ".pisess itself must be a real directory", "nothing in them is an address"} {
+		if !strings.Contains(flat("SECURITY"), want) {
+			t.Errorf("SECURITY lacks %q", want)
+		}
+	}
+	for _, want := range []string{"Flags may come anywhere", "usage error (16)", "SIGTERM stops a run between steps"} {
+		if !strings.Contains(flat("CONVENTIONS"), want) {
+			t.Errorf("CONVENTIONS lacks %q", want)
+		}
+	}
+	if !strings.Contains(flat("SEVERAL USERS' TREES"), "--all-users") || !strings.Contains(flat("EXIT STATUS"), "A problem is") {
+		t.Errorf("SEVERAL USERS' TREES or EXIT STATUS lacks its text:\n%s\n%s", sections["SEVERAL USERS' TREES"], sections["EXIT STATUS"])
 	}
 }
 
