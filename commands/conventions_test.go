@@ -403,6 +403,54 @@ func TestReadmeEnvironmentTable(t *testing.T) {
 	}
 }
 
+// TestReadmeCommandTable: the README's table of commands has one row per
+// command of the app (help aside), and each row's exit statuses are those
+// the command's own help lists (its definition is the source).
+func TestReadmeCommandTable(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, _ := strings.Cut(string(b), "\n## Commands\n")
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	rows := map[string]string{}
+	for _, l := range strings.Split(sec, "\n") {
+		if !strings.HasPrefix(l, "| `pisess ") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(l, "| "), " | ")
+		name := strings.Fields(strings.Trim(cells[0], "`"))[1]
+		if _, dup := rows[name]; dup {
+			t.Errorf("README's command table lists %s twice", name)
+		}
+		rows[name] = cells[len(cells)-1]
+	}
+	app := (&run{}).app()
+	for _, c := range app.Commands {
+		if c.Hidden || c.Name == "help" {
+			continue
+		}
+		got, ok := rows[c.Name]
+		if !ok {
+			t.Errorf("README's command table lacks %s", c.Name)
+			continue
+		}
+		delete(rows, c.Name)
+		var want []string
+		for _, l := range commandExitLines(c) {
+			if code, _, _ := strings.Cut(l, " "); strings.Trim(code, "0123456789") == "" {
+				want = append(want, code)
+			}
+		}
+		if w := strings.Join(want, ", "); got != w {
+			t.Errorf("README's command table gives %s the exit statuses %q; its help lists %q", c.Name, got, w)
+		}
+	}
+	for name := range rows {
+		t.Errorf("README's command table lists %s, which the app does not have", name)
+	}
+}
+
 // TestCompletionWords: what `pisess __complete` answers, the engine of the
 // three shells' scripts.
 func TestCompletionWords(t *testing.T) {
