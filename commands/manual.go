@@ -82,7 +82,9 @@ from the file replaced, so the migrate and prune jobs share one file (runs
 of the same command over different trees need a file each); the per-tree
 series have a tree label (the tree's root; bytes that are not UTF-8 shown as
 U+FFFD). The values come from the run's own report; the journal and
-quarantine sizes are measured by the process that ran the tree. A run that
+quarantine sizes are measured by the process that ran the tree (the owner's
+child, which hands them to root's process; root takes a tree's values only
+if that user owns it). A run that
 fails keeps the last success time of the file it replaces. Sessions by class
 are counted by status, fsck (after repair) and migrate (a session it
 migrated, refreshed or found fresh is migrated; one with leftovers of an
