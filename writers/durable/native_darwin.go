@@ -1,0 +1,4 @@
+package durable
+
+// native is the platform this binary uses (sys.go).
+type native = darwinSys
