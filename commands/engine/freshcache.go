@@ -18,6 +18,7 @@ import (
 
 	"pisess/readers/discover"
 	"pisess/verify"
+	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
 
@@ -359,7 +360,7 @@ var fineCtime = func(dir string) (dev uint64, ok bool) {
 	for range 3 {
 		a, ok1 := ctime()
 		b, ok2 := ctime()
-		if !ok1 || !ok2 || a.Ctim == b.Ctim {
+		if !ok1 || !ok2 || durable.StatOfSys(&a).Ctime == durable.StatOfSys(&b).Ctime {
 			return 0, false
 		}
 		dev = uint64(b.Dev)
@@ -453,7 +454,7 @@ var errTooManyNames = errors.New("too many entries to cache")
 func metaDigest(sidecar string, names []string, now time.Time) (digest string, racy, ok bool) {
 	// The names are looked up from the sidecar directory (one path walk
 	// instead of one per name: this is most of a no-op run's work).
-	dir, err := unix.Open(sidecar, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	dir, err := unix.Open(sidecar, durable.LookupOnly|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", false, false
 	}
@@ -469,7 +470,7 @@ func metaDigest(sidecar string, names []string, now time.Time) (digest string, r
 		if err != nil {
 			return discover.FileKey{}, false
 		}
-		k := keyOfUnixStat(&st)
+		k := discover.KeyOfUnix(&st)
 		if !now.IsZero() && racyKey(k, now) {
 			racy = true
 		}
@@ -504,14 +505,6 @@ func digestNames(names []string, key func(i int, name string) (discover.FileKey,
 		h.Write(k.AppendBinary(buf))
 	}
 	return hex.EncodeToString(h.Sum(nil)), true
-}
-
-// keyOfUnixStat is discover.KeyOfStat for x/sys/unix's stat buffer.
-func keyOfUnixStat(st *unix.Stat_t) discover.FileKey {
-	return discover.FileKey{Dev: st.Dev, Ino: st.Ino, Mode: uint64(st.Mode), Nlink: st.Nlink,
-		UID: uint64(st.Uid), GID: uint64(st.Gid), Size: uint64(st.Size),
-		MtimeSec: uint64(st.Mtim.Sec), MtimeNsec: uint64(st.Mtim.Nsec),
-		CtimeSec: uint64(st.Ctim.Sec), CtimeNsec: uint64(st.Ctim.Nsec)}
 }
 
 // sourceDigest is the digest of a session file's metadata (freshEntry.Source).

@@ -35,7 +35,7 @@ func StatOf(fi fs.FileInfo) (FileStat, bool) {
 	if !ok {
 		return FileStat{}, false
 	}
-	return statOfSyscall(st), true
+	return StatOfSys(st), true
 }
 
 // StatOfUnix returns the status of an x/sys/unix stat buffer (Fstat,

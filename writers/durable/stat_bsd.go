@@ -4,8 +4,9 @@ package durable
 
 import "syscall"
 
-// statOfSyscall reads the BSDs' stat: st_mtimespec, st_ctimespec.
-func statOfSyscall(st *syscall.Stat_t) FileStat {
+// StatOfSys returns the status in a syscall stat buffer (the BSDs':
+// st_mtimespec, st_ctimespec).
+func StatOfSys(st *syscall.Stat_t) FileStat {
 	return FileStat{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Mode: uint32(st.Mode), Nlink: uint64(st.Nlink),
 		UID: st.Uid, GID: st.Gid, Size: st.Size,
 		Mtime: Timespec{int64(st.Mtimespec.Sec), int64(st.Mtimespec.Nsec)},

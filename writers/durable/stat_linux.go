@@ -2,8 +2,8 @@ package durable
 
 import "syscall"
 
-// statOfSyscall reads Linux's stat: st_mtim, st_ctim.
-func statOfSyscall(st *syscall.Stat_t) FileStat {
+// StatOfSys returns the status in a syscall stat buffer (Linux's: st_mtim, st_ctim).
+func StatOfSys(st *syscall.Stat_t) FileStat {
 	return FileStat{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Mode: uint32(st.Mode), Nlink: uint64(st.Nlink),
 		UID: st.Uid, GID: st.Gid, Size: st.Size,
 		Mtime: Timespec{int64(st.Mtim.Sec), int64(st.Mtim.Nsec)},
