@@ -1,3 +1,5 @@
+//go:build !windows
+
 // Command pisess migrates, verifies, repairs and rolls back session stores of
 // the pi coding agent into Session Store V2 sidecars. Everything but the
 // process boundary lives in package commands.

@@ -136,9 +136,11 @@ func (r *run) runAsOwner(uid, treeGid int) error {
 			}
 		}
 	}
-	// /proc/self/exe, not the binary's path: the owner may have no right
-	// to walk to where root keeps it, and it cannot be swapped meanwhile.
-	cmd := exec.Command("/proc/self/exe", r.args[1:]...)
+	exe, err := selfExe()
+	if err != nil {
+		return fmt.Errorf("run as the tree's owner (uid %d): %w", uid, err)
+	}
+	cmd := exec.Command(exe, r.args[1:]...)
 	cmd.Args[0] = r.args[0]
 	cmd.Stdout, cmd.Stderr = r.stdout, r.stderr
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", envOwnerChild, uid))
@@ -146,9 +148,9 @@ func (r *run) runAsOwner(uid, treeGid int) error {
 		cmd.ExtraFiles = []*os.File{f}
 		cmd.Env = append(cmd.Env, envLogFD+"=3")
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = ownerProcAttr(cred)
 	r.log.Debug().Int("uid", uid).Uint32("gid", cred.Gid).Msg("running as the owner of the tree")
-	err := cmd.Run()
+	err = cmd.Run()
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit) && exit.ExitCode() >= 0:
