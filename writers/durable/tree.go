@@ -37,9 +37,10 @@ func (o Ops) SyncDir(path string) error {
 // later). It is how a staging store written with DeferSync is sealed:
 // one call in place of an fsync per file and directory, at the price of
 // also flushing whatever else is dirty on that filesystem. Where the
-// system has no syncfs (macOS, FreeBSD: sys.go) it falls back to SyncTree
-// and an fsync of root's parent (root's own entry), each an F_FULLFSYNC
-// on macOS.
+// system has no syncfs (macOS, FreeBSD: sys.go) it falls back to SyncTree,
+// an fsync of every file and directory under root (each an F_FULLFSYNC on
+// macOS); as with SyncTree, root's own entry in its parent is made durable
+// by the rename that installs root, which fsyncs the parent.
 func (o Ops) SealTree(root string) error {
 	_, _, err := o.SealFilesystem(root)
 	return err
@@ -71,9 +72,7 @@ func (o Ops) SealFilesystem(root string) (dev uint64, whole bool, err error) {
 	}
 	if errors.Is(err, unix.ENOSYS) {
 		o.DeferSync, whole = false, false
-		if err = o.syncTree(d); err == nil {
-			err = o.SyncDir(filepath.Dir(root))
-		}
+		err = o.syncTree(d)
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("seal %s: %w", root, err)
