@@ -60,7 +60,7 @@
 // openat2, renames with renameat2 and seals with syncfs; macOS walks paths
 // one component at a time with O_NOFOLLOW beneath the directory opened
 // last, renames without replacing with renameatx_np(RENAME_EXCL), and
-// fsyncs with F_FULLFSYNC (os.File.Sync); FreeBSD uses the plain POSIX
+// fsyncs with F_FULLFSYNC; FreeBSD uses the plain POSIX
 // fallbacks those build on. flock, fchown and the rest are the same
 // everywhere. A Linux build with -tags portable uses the fallbacks, so
 // that the tests and the crash harness run on Linux the code macOS runs.

@@ -152,7 +152,7 @@ func osWrite(f *os.File, b []byte) (int, error) {
 	return f.Write(b)
 }
 
-func osSync(f *os.File) error { return f.Sync() }
+func osSync(f *os.File) error { return native{}.fsync(f) }
 
 func osSyncFS(f *os.File) error { return native{}.syncFS(f) }
 

@@ -1,19 +1,46 @@
 package durable
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // darwinSys is macOS's platform: posixSys's component-by-component open
-// and tree seal, with the exclusive rename the system has.
-//
-// Durability needs nothing more here: os.File.Sync, the one fsync of this
-// package (Ops.Sync), is fcntl(F_FULLFSYNC) on macOS, falling back to
-// fsync(2) where the filesystem refuses it (ENOTSUP: SMB): fsync(2) alone
-// hands the data to the drive, whose cache may still lose it. macOS has
-// no syncfs, so a staging store is sealed by an F_FULLFSYNC of each of its
-// files and directories (Ops.SealFilesystem's fallback). The page-cache
-// advice of Ops.DropCached has no macOS equivalent (F_NOCACHE only stops
-// caching through the descriptor it is set on) and is skipped.
+// and tree seal, with the exclusive rename and the full fsync the system
+// has. macOS has no syncfs, so a staging store is sealed by an fsync of
+// each of its files and directories (Ops.SealFilesystem's fallback). The
+// page-cache advice of Ops.DropCached has no macOS equivalent (F_NOCACHE
+// only stops caching through the descriptor it is set on) and is skipped.
 type darwinSys struct{ posixSys }
+
+// fsync is fcntl(F_FULLFSYNC): fsync(2) on macOS hands the data to the
+// drive, whose cache may still lose or reorder it on a power loss;
+// F_FULLFSYNC also has the drive write its cache out. A filesystem that
+// cannot (SMB says ENOTSUP, FUSE volumes EINVAL) gets fsync(2), the most
+// it offers. (os.File.Sync falls back on ENOTSUP only.)
+func (darwinSys) fsync(f *os.File) error {
+	fd := int(f.Fd())
+	for {
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_FULLFSYNC, 0)
+		switch err {
+		case nil:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.ENOTSUP, unix.EINVAL, unix.ENOTTY:
+			for {
+				if err = unix.Fsync(fd); err != unix.EINTR {
+					break
+				}
+			}
+		}
+		if err != nil {
+			return &os.PathError{Op: "sync", Path: f.Name(), Err: err}
+		}
+		return nil
+	}
+}
 
 // rename uses renameatx_np: RENAME_EXCL not to replace, atomically for
 // directories too; on a filesystem without it (ENOTSUP, EINVAL)

@@ -13,6 +13,9 @@ import (
 // filesystem lacks it.
 type linuxSys struct{}
 
+// fsync is fsync(2) (os.File.Sync).
+func (linuxSys) fsync(f *os.File) error { return f.Sync() }
+
 // open uses openat2 with RESOLVE_NO_SYMLINKS (and RESOLVE_NO_MAGICLINKS);
 // where openat2 is missing (ENOSYS, kernels before 5.6) it walks the path
 // (openComponentwise).

@@ -15,6 +15,9 @@ import (
 // portable, which tests them), and under darwinSys on macOS.
 type posixSys struct{}
 
+// fsync is fsync(2) (os.File.Sync).
+func (posixSys) fsync(f *os.File) error { return f.Sync() }
+
 // open walks path one component at a time (openComponentwise).
 func (posixSys) open(path string, flag int, perm os.FileMode) (*os.File, error) {
 	return openComponentwise(path, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
