@@ -23,7 +23,7 @@ type Ops struct {
 	OpenFile func(path string, flag int, perm os.FileMode) (*os.File, error)
 	// Write writes b to f; f.Name() is the path it was opened with.
 	Write func(f *os.File, b []byte) (int, error)
-	// Sync fsyncs f, a file or a directory.
+	// Sync fsyncs f, a file or a directory (F_FULLFSYNC on macOS).
 	Sync func(f *os.File) error
 	// RenameAt renames oldpath to newpath without any fsync; with
 	// noReplace it fails with EEXIST rather than replace newpath.
@@ -32,7 +32,8 @@ type Ops struct {
 	Remove func(path string) error
 	// SyncFS flushes the whole filesystem that holds the open f
 	// (syncfs(2)): the one seal of a staging store written with
-	// DeferSync (see [Ops.SealTree]).
+	// DeferSync (see [Ops.SealTree]). Where the system has none (macOS,
+	// FreeBSD) it says ENOSYS, and the seal fsyncs the tree instead.
 	SyncFS func(f *os.File) error
 
 	// Seals, when set, shares the syncfs of SealTree between the
