@@ -11,21 +11,46 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 20s
 PI_DIR      := scripts/pi
 
-.PHONY: build test lint check bench demo fuzz crash npm-deps man install uninstall
+# The platforms besides Linux that pisess supports (README, Platforms):
+# `make cross` builds and vets each (tests and failpoints included), and
+# checks that a Windows build stops at its one message.
+CROSS       := darwin/amd64 darwin/arm64 freebsd/amd64
+
+.PHONY: build test lint check bench demo fuzz crash npm-deps man install uninstall cross
 
 build:
 	$(GO) build -o $(BIN) .
 
-# The one test command (README, .ci/run): every test, then the crash
-# harness, whose failpoints SIGKILL child processes at named steps (they
-# are compiled in only with -tags failpoints). The harness runs for minutes
-# without output of its own: scripts/testprogress prints each test as it
-# starts and ends, a heartbeat while one runs long, and a failed test's
-# whole output. Everything the tests read is in the repository (fixtures/).
-test: npm-deps
+# The one test command (README, .ci/run): the other platforms' builds
+# (cross), every test, then the crash harness, whose failpoints SIGKILL
+# child processes at named steps (compiled in only with -tags failpoints);
+# then both again with -tags portable, which run on Linux the platform code
+# macOS and FreeBSD run (writers/durable/sys.go). The harness runs for
+# minutes without output of its own: scripts/testprogress prints each test
+# as it starts and ends, a heartbeat while one runs long, and a failed
+# test's whole output. Everything the tests read is in the repository.
+test: npm-deps cross
 	$(GO) test ./...
 	@echo "crash harness: $(GO) test -tags failpoints -run Crash ./... (children SIGKILLed at every failpoint)"
 	$(GO) run ./scripts/testprogress $(GO) test -json -timeout 30m -tags failpoints -run Crash ./...
+	@echo "portable platform code (as on macOS and FreeBSD): $(GO) test -tags portable ./..."
+	$(GO) test -tags portable ./...
+	@echo "crash harness, portable platform code: $(GO) test -tags 'failpoints portable' -run Crash ./..."
+	$(GO) run ./scripts/testprogress $(GO) test -json -timeout 30m -tags 'failpoints portable' -run Crash ./...
+
+cross:
+	@set -e; for p in $(CROSS); do \
+		echo "== $$p: build, vet"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -o /dev/null .; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet -tags failpoints ./...; \
+	done
+	@out="$$(GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null . 2>&1)"; \
+	if printf '%s' "$$out" | grep -q 'Windows_is_not_supported'; then \
+		echo "== windows/amd64: stops at unsupported_windows.go, as intended"; \
+	else \
+		echo "windows/amd64: the build must stop at unsupported_windows.go; it said:"; echo "$$out"; exit 1; \
+	fi
 
 # Interop tests drive the real TypeScript pi; install its pinned packages
 # once (only when the lock file exists and node_modules does not).

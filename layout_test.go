@@ -108,7 +108,7 @@ func TestLayout(t *testing.T) {
 			}
 		}
 	}
-	for _, tags := range []string{"", "failpoints", "profile"} {
+	for _, tags := range []string{"", "failpoints", "profile", "portable"} {
 		got := goListImports(t, tags)
 		for pkg, imports := range got {
 			i, ok := pos[pkg]

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 
+	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
 
@@ -123,10 +124,10 @@ func FineCtime(dir string) (dev uint64, ok bool) {
 	for range 3 {
 		a, ok1 := ctime()
 		b, ok2 := ctime()
-		if !ok1 || !ok2 || a.Ctim == b.Ctim {
+		if !ok1 || !ok2 || durable.StatOfSys(&a).Ctime == durable.StatOfSys(&b).Ctime {
 			return 0, false
 		}
-		dev = uint64(b.Dev)
+		dev = durable.StatOfSys(&b).Dev
 	}
 	return dev, true
 }

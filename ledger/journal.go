@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"unicode/utf8"
 
 	"pisess/writers/durable"
@@ -130,7 +129,7 @@ type Journal struct {
 type journalEnd struct {
 	dev, ino uint64
 	size     int64
-	ctime    syscall.Timespec
+	ctime    durable.Timespec
 }
 
 // journalEndOf returns what identifies the journal file now (ok false
@@ -140,11 +139,11 @@ func journalEndOf(path string) (journalEnd, bool) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return journalEnd{}, false
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	st, ok := durable.StatOf(fi)
 	if !ok {
 		return journalEnd{}, false
 	}
-	return journalEnd{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size(), ctime: st.Ctim}, true
+	return journalEnd{dev: st.Dev, ino: st.Ino, size: fi.Size(), ctime: st.Ctime}, true
 }
 
 // follows reports whether e is the journal at now with line appended and
@@ -155,7 +154,8 @@ func (e journalEnd) follows(now journalEnd, line []byte) bool {
 
 // endOfStat is journalEnd from a stat of the open journal.
 func endOfStat(st unix.Stat_t) journalEnd {
-	return journalEnd{dev: st.Dev, ino: st.Ino, size: st.Size, ctime: syscall.Timespec{Sec: st.Ctim.Sec, Nsec: st.Ctim.Nsec}}
+	s := durable.StatOfUnix(&st)
+	return journalEnd{dev: s.Dev, ino: s.Ino, size: s.Size, ctime: s.Ctime}
 }
 
 // OpenJournal returns the journal of tree, an existing directory, using

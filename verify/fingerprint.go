@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 
+	"golang.org/x/sys/unix"
+
+	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
 
@@ -37,7 +39,7 @@ func Fingerprint(path string) (wire.SourceFingerprint, error) {
 // openSource opens a session file for reading the way the reference does:
 // the last component must not be a symlink and the file must be regular.
 func openSource(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -57,23 +59,24 @@ func openSource(path string) (*os.File, error) {
 type fileStat struct {
 	id    wire.FileIdentity
 	size  int64
-	mtime syscall.Timespec
+	mtime durable.Timespec
 }
 
 func statOf(f *os.File) (fileStat, error) {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+	var sys unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &sys); err != nil {
 		return fileStat{}, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
 	}
+	st := durable.StatOfUnix(&sys)
 	return fileStat{
 		id: wire.FileIdentity{
 			Device:                st.Dev,
 			Inode:                 st.Ino,
-			ChangeTimeSeconds:     st.Ctim.Sec,
-			ChangeTimeNanoseconds: st.Ctim.Nsec,
+			ChangeTimeSeconds:     st.Ctime.Sec,
+			ChangeTimeNanoseconds: st.Ctime.Nsec,
 		},
 		size:  st.Size,
-		mtime: st.Mtim,
+		mtime: st.Mtime,
 	}, nil
 }
 
@@ -127,7 +130,7 @@ func sameIdentity(recorded *wire.FileIdentity, now wire.FileIdentity) bool {
 // hashed (sum, size) while its status stayed info before and after: what
 // Fingerprint would compute, without reading the file again.
 func FingerprintFrom(info os.FileInfo, size int64, sum [32]byte) (wire.SourceFingerprint, bool) {
-	st, ok := info.Sys().(*syscall.Stat_t)
+	st, ok := durable.StatOf(info)
 	if !ok || st.Size != size {
 		return wire.SourceFingerprint{}, false
 	}
@@ -135,7 +138,7 @@ func FingerprintFrom(info os.FileInfo, size int64, sum [32]byte) (wire.SourceFin
 		ByteLength: uint64(size),
 		SHA256:     hex.EncodeToString(sum[:]),
 		FileIdentity: &wire.FileIdentity{
-			Device: st.Dev, Inode: st.Ino, ChangeTimeSeconds: st.Ctim.Sec, ChangeTimeNanoseconds: st.Ctim.Nsec,
+			Device: st.Dev, Inode: st.Ino, ChangeTimeSeconds: st.Ctime.Sec, ChangeTimeNanoseconds: st.Ctime.Nsec,
 		},
 	}, true
 }

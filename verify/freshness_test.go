@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"pisess/writers/durable"
 	"pisess/writers/store"
 	"pisess/writers/wire"
 )
@@ -25,7 +26,8 @@ func TestFingerprint(t *testing.T) {
 	sum := sha256.Sum256(data)
 	var st syscall.Stat_t
 	syscall.Stat(s.path, &st)
-	want := wire.FileIdentity{Device: st.Dev, Inode: st.Ino, ChangeTimeSeconds: st.Ctim.Sec, ChangeTimeNanoseconds: st.Ctim.Nsec}
+	fs := durable.StatOfSys(&st)
+	want := wire.FileIdentity{Device: fs.Dev, Inode: fs.Ino, ChangeTimeSeconds: fs.Ctime.Sec, ChangeTimeNanoseconds: fs.Ctime.Nsec}
 	if fp.ByteLength != uint64(len(data)) || fp.SHA256 != hex.EncodeToString(sum[:]) || fp.FileIdentity == nil || *fp.FileIdentity != want {
 		t.Fatalf("fingerprint %+v identity %+v, want %+v", fp, fp.FileIdentity, want)
 	}

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"pisess/readers/discover"
+	"pisess/writers/durable"
 )
 
 // SidecarNames lists the sidecar's entries (directories walked, symlinks
@@ -57,7 +58,7 @@ var errTooManyNames = errors.New("too many entries to cache")
 func MetaDigest(sidecar string, names []string, now time.Time, window time.Duration) (digest string, racy, ok bool) {
 	// The names are looked up from the sidecar directory (one path walk
 	// instead of one per name: this is most of a no-op run's work).
-	dir, err := unix.Open(sidecar, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	dir, err := unix.Open(sidecar, durable.LookupOnly|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", false, false
 	}
@@ -73,7 +74,7 @@ func MetaDigest(sidecar string, names []string, now time.Time, window time.Durat
 		if err != nil {
 			return discover.FileKey{}, false
 		}
-		k := keyOfUnixStat(&st)
+		k := discover.KeyOfUnix(&st)
 		if !now.IsZero() && RacyKey(k, now, window) {
 			racy = true
 		}
@@ -108,14 +109,6 @@ func digestNames(names []string, key func(i int, name string) (discover.FileKey,
 		h.Write(k.AppendBinary(buf))
 	}
 	return hex.EncodeToString(h.Sum(nil)), true
-}
-
-// keyOfUnixStat is discover.KeyOfStat for x/sys/unix's stat buffer.
-func keyOfUnixStat(st *unix.Stat_t) discover.FileKey {
-	return discover.FileKey{Dev: st.Dev, Ino: st.Ino, Mode: uint64(st.Mode), Nlink: st.Nlink,
-		UID: uint64(st.Uid), GID: uint64(st.Gid), Size: uint64(st.Size),
-		MtimeSec: uint64(st.Mtim.Sec), MtimeNsec: uint64(st.Mtim.Nsec),
-		CtimeSec: uint64(st.Ctim.Sec), CtimeNsec: uint64(st.Ctim.Nsec)}
 }
 
 // SourceDigest is the digest of a session file's metadata

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 
 	"pisess/readers"
+	"pisess/writers/durable"
 	"pisess/writers/store"
 	"pisess/writers/wire"
 )
@@ -130,10 +130,10 @@ func sourceStill(rep *Report, rec Staged, sessionPath string) error {
 // between them: same device, inode, size, change and modification times.
 // A write, a truncation, a rename over it or a chmod moves one of them.
 func SameStatus(a, b os.FileInfo) bool {
-	sa, oka := a.Sys().(*syscall.Stat_t)
-	sb, okb := b.Sys().(*syscall.Stat_t)
+	sa, oka := durable.StatOf(a)
+	sb, okb := durable.StatOf(b)
 	if !oka || !okb {
 		return false
 	}
-	return sa.Dev == sb.Dev && sa.Ino == sb.Ino && sa.Size == sb.Size && sa.Ctim == sb.Ctim && sa.Mtim == sb.Mtim
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino && sa.Size == sb.Size && sa.Ctime == sb.Ctime && sa.Mtime == sb.Mtime
 }

@@ -42,10 +42,11 @@
 // # The seal
 //
 // A staging store is written without a single fsync: it is invisible to
-// pi until its rename. It is sealed by one syncfs, which concurrent
-// sessions share (a seal lingers sealLinger for others to join). Once
-// sealed, its segments and index are dropped from the page cache
-// (durable's DropCached, posix_fadvise POSIX_FADV_DONTNEED): verification
+// pi until its rename. It is sealed by one syncfs (durable's seal: an
+// fsync of each file elsewhere than Linux), which concurrent sessions
+// share (a seal lingers sealLinger for others to join). Once sealed, its
+// segments and index are dropped from the page cache (durable's
+// DropCached, posix_fadvise POSIX_FADV_DONTNEED, on Linux): verification
 // has read them back and the next to read them is pi, later, so migrating
 // a tree does not push out of the cache what the machine was using, and
 // the next session's files are written into the pages just given back. A

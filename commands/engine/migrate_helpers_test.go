@@ -18,6 +18,7 @@ import (
 	"pisess/ledger"
 	"pisess/readers/discover"
 	"pisess/verify"
+	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
 
@@ -199,7 +200,7 @@ func migCheckCleanState(tb testing.TB, session string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sys := fi.Sys().(*syscall.Stat_t)
+	sys, _ := durable.StatOf(fi)
 	fp := st.SourceFingerprint
 	switch {
 	case st.Schema != "pi.session_store_v2.source_state.v1" || st.State != "clean" || fp == nil || fp.FileIdentity == nil:
@@ -207,8 +208,8 @@ func migCheckCleanState(tb testing.TB, session string) {
 	case fp.ByteLength != uint64(fi.Size()) || fp.SHA256 != fixtures.SHA256File(tb, session):
 		tb.Errorf("%s claims %d bytes %s; the source has %d bytes %s", path, fp.ByteLength, fp.SHA256, fi.Size(), fixtures.SHA256File(tb, session))
 	case fp.FileIdentity.Device != uint64(sys.Dev) || fp.FileIdentity.Inode != sys.Ino ||
-		fp.FileIdentity.ChangeTimeSeconds != sys.Ctim.Sec || fp.FileIdentity.ChangeTimeNanoseconds != sys.Ctim.Nsec:
-		tb.Errorf("%s: identity %+v, the source has dev %d ino %d ctime %d.%09d", path, *fp.FileIdentity, sys.Dev, sys.Ino, sys.Ctim.Sec, sys.Ctim.Nsec)
+		fp.FileIdentity.ChangeTimeSeconds != sys.Ctime.Sec || fp.FileIdentity.ChangeTimeNanoseconds != sys.Ctime.Nsec:
+		tb.Errorf("%s: identity %+v, the source has dev %d ino %d ctime %d.%09d", path, *fp.FileIdentity, sys.Dev, sys.Ino, sys.Ctime.Sec, sys.Ctime.Nsec)
 	}
 }
 

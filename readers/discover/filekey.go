@@ -4,6 +4,10 @@ import (
 	"encoding/binary"
 	"io/fs"
 	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"pisess/writers/durable"
 )
 
 // FileKey is what an lstat says of a file that every change to it moves:
@@ -19,19 +23,25 @@ type FileKey struct {
 // FileKeyOf returns the key of an lstat result; ok is false when fi does
 // not carry the system's stat (a test's fake).
 func FileKeyOf(fi fs.FileInfo) (FileKey, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	st, ok := durable.StatOf(fi)
 	if !ok {
 		return FileKey{}, false
 	}
-	return KeyOfStat(st), true
+	return keyOf(st), true
 }
 
-// KeyOfStat returns the key of a stat buffer.
-func KeyOfStat(st *syscall.Stat_t) FileKey {
-	return FileKey{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Mode: uint64(st.Mode), Nlink: uint64(st.Nlink),
-		UID: uint64(st.Uid), GID: uint64(st.Gid), Size: uint64(st.Size),
-		MtimeSec: uint64(st.Mtim.Sec), MtimeNsec: uint64(st.Mtim.Nsec),
-		CtimeSec: uint64(st.Ctim.Sec), CtimeNsec: uint64(st.Ctim.Nsec)}
+// KeyOfStat returns the key of a syscall stat buffer (syscall.Lstat).
+func KeyOfStat(st *syscall.Stat_t) FileKey { return keyOf(durable.StatOfSys(st)) }
+
+// KeyOfUnix returns the key of an x/sys/unix stat buffer (unix.Fstatat).
+func KeyOfUnix(st *unix.Stat_t) FileKey { return keyOf(durable.StatOfUnix(st)) }
+
+// keyOf returns the key of a file's status, the same on every system.
+func keyOf(st durable.FileStat) FileKey {
+	return FileKey{Dev: st.Dev, Ino: st.Ino, Mode: uint64(st.Mode), Nlink: st.Nlink,
+		UID: uint64(st.UID), GID: uint64(st.GID), Size: uint64(st.Size),
+		MtimeSec: uint64(st.Mtime.Sec), MtimeNsec: uint64(st.Mtime.Nsec),
+		CtimeSec: uint64(st.Ctime.Sec), CtimeNsec: uint64(st.Ctime.Nsec)}
 }
 
 // AppendBinary appends the key's eleven fields, little-endian, in the

@@ -9,12 +9,12 @@ import (
 	"io"
 	"math"
 	"os"
-	"syscall"
 
 	"pisess/readers"
 	"pisess/readers/normalize"
 	"pisess/readers/payload"
 	"pisess/writers/bufpool"
+	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
 
@@ -251,7 +251,7 @@ func (s *AppendSource) end() error {
 	if s.BytesRead() != s.size {
 		return s.changed(0)
 	}
-	st, ok := s.info.Sys().(*syscall.Stat_t)
+	st, ok := durable.StatOf(s.info)
 	if !ok {
 		return s.refuse(0, readers.ClassIO, "no file identity", nil)
 	}
@@ -260,7 +260,7 @@ func (s *AppendSource) end() error {
 		ByteLength: uint64(s.size),
 		SHA256:     hex.EncodeToString(s.sum.Sum(nil)),
 		FileIdentity: &wire.FileIdentity{Device: st.Dev, Inode: st.Ino,
-			ChangeTimeSeconds: st.Ctim.Sec, ChangeTimeNanoseconds: st.Ctim.Nsec},
+			ChangeTimeSeconds: st.Ctime.Sec, ChangeTimeNanoseconds: st.Ctime.Nsec},
 	}
 	return io.EOF
 }

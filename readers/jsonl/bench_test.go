@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
-	"syscall"
 	"testing"
 
 	"pisess/fixtures"
@@ -141,8 +140,6 @@ func benchReadJSONL(b *testing.B, opt Options) {
 	// Wall-clock MB/s depends on what else the machine runs; MB per CPU
 	// second does not.
 	cpu.Report(b, info.Size())
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	b.ReportMetric(float64(entries), "entries")
-	b.ReportMetric(float64(ru.Maxrss)/1024, "peakRSS-MB")
+	b.ReportMetric(float64(fixtures.PeakRSS())/(1<<20), "peakRSS-MB")
 }

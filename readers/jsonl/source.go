@@ -11,6 +11,7 @@ import (
 	"pisess/readers"
 	"pisess/readers/normalize"
 	"pisess/readers/payload"
+	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
 
@@ -126,7 +127,7 @@ func (s *Source) Prefix() normalize.PrefixHash { return s.prefix }
 
 // FileInfo is the file's status (fstat) when it was opened; it was checked
 // unchanged after pass 1, and is what a source fingerprint's fileIdentity
-// is taken from (Sys() is a *syscall.Stat_t).
+// is taken from (durable.StatOf).
 func (s *Source) FileInfo() os.FileInfo { return s.info }
 
 // Close closes the file.
@@ -422,10 +423,10 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 // sameIdentity compares what a source fingerprint's fileIdentity holds
 // (device, inode, change time) and the modification time.
 func sameIdentity(a, b os.FileInfo) bool {
-	sa, oka := a.Sys().(*syscall.Stat_t)
-	sb, okb := b.Sys().(*syscall.Stat_t)
+	sa, oka := durable.StatOf(a)
+	sb, okb := durable.StatOf(b)
 	if !oka || !okb {
 		return a.ModTime().Equal(b.ModTime())
 	}
-	return sa.Dev == sb.Dev && sa.Ino == sb.Ino && sa.Ctim == sb.Ctim && sa.Mtim == sb.Mtim
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino && sa.Ctime == sb.Ctime && sa.Mtime == sb.Mtime
 }

@@ -24,10 +24,12 @@
 //
 // So Open reads a copy. Under a shared lock on the database file, taken
 // as SQLite's own readers take it (a read lock on the PENDING byte, then
-// on the SHARED range, as an OFD lock so that no close(2) elsewhere in the
-// process drops it), it copies the database and, when present, its -wal
-// and -journal into a private 0700 temporary directory (never the -shm:
-// the copy rebuilds its WAL index from the -wal), then opens the copy.
+// on the SHARED range: on Linux an OFD lock, so that no close(2) elsewhere
+// in the process drops it; on macOS and FreeBSD a POSIX lock, as their
+// SQLite takes, one per file in the process at a time: see sharedLock),
+// it copies the database and, when present, its -wal and -journal into a
+// private 0700 temporary directory (never the -shm: the copy rebuilds its
+// WAL index from the -wal), then opens the copy.
 // The copy sees every transaction committed in the WAL (a live writer's
 // or a crashed one's) and none that is not, rolls back a hot journal of a
 // crashed rollback-mode writer, and all of that happens in the copy: the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"pisess/readers"
+	"pisess/writers/durable"
 )
 
 // sqliteMagic starts every SQLite 3 database file.
@@ -246,10 +247,10 @@ func sameFile(a, b os.FileInfo) bool {
 	if a.Size() != b.Size() || !a.ModTime().Equal(b.ModTime()) {
 		return false
 	}
-	sa, oka := a.Sys().(*syscall.Stat_t)
-	sb, okb := b.Sys().(*syscall.Stat_t)
+	sa, oka := durable.StatOf(a)
+	sb, okb := durable.StatOf(b)
 	if !oka || !okb {
 		return true
 	}
-	return sa.Dev == sb.Dev && sa.Ino == sb.Ino && sa.Ctim == sb.Ctim
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino && sa.Ctime == sb.Ctime
 }

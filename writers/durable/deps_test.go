@@ -10,7 +10,7 @@ import (
 // durable sits at the bottom of pisess (STYLE.md §1): the standard library
 // and golang.org/x/sys/unix, nothing else, in either build.
 func TestDependencies(t *testing.T) {
-	for _, tags := range []string{"", "failpoints"} {
+	for _, tags := range []string{"", "failpoints", "portable"} {
 		out, err := exec.Command("go", "list", "-deps", "-tags", tags,
 			"-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "pisess/writers/durable").Output()
 		if err != nil {

@@ -53,5 +53,24 @@
 // name registered with [Register], so the crash harness loops over all of
 // them and a new failpoint is tested for free.
 //
-// The package is Linux-only: it relies on openat2, renameat2 and flock.
+// # Platforms
+//
+// Linux, macOS and FreeBSD. What differs between them is one small
+// interface, platform (sys.go), with one file per system: Linux opens with
+// openat2, renames with renameat2 and seals with syncfs; macOS walks paths
+// one component at a time with O_NOFOLLOW beneath the directory opened
+// last, renames without replacing with renameatx_np(RENAME_EXCL), and
+// fsyncs with F_FULLFSYNC; FreeBSD uses the plain POSIX
+// fallbacks those build on. flock, fchown and the rest are the same
+// everywhere. A Linux build with -tags portable uses the fallbacks, so
+// that the tests and the crash harness run on Linux the code macOS runs.
+// [FileStat] is a file's status in one form on every system (the BSDs'
+// 32-bit st_dev sign-extended, as the reference does, and st_ctimespec).
+// The seal of a staging store is one syncfs on Linux and elsewhere an
+// fsync (F_FULLFSYNC on macOS) of each of its files and directories; the
+// pages of a sealed store are dropped from the page cache on Linux only
+// (posix_fadvise), left to the kernel elsewhere; a rename that must not
+// replace is, in the POSIX fallback, link then unlink for a file and a
+// rename onto nothing for a directory. The README's platform table, as
+// issue 37 left it, is this paragraph.
 package durable

@@ -33,32 +33,9 @@ func (o Ops) DropCached(dir string) error {
 	dfd := int(d.Fd())
 	var first error
 	for _, name := range names {
-		if err := dropFile(dfd, name); err != nil && first == nil {
+		if err := (native{}).dropCache(dfd, name); err != nil && first == nil {
 			first = &os.PathError{Op: "fadvise", Path: filepath.Join(dir, name), Err: err}
 		}
 	}
 	return first
-}
-
-// dropFile drops the cached pages of name in the directory dfd if it is a
-// regular file (a device or FIFO is never opened).
-func dropFile(dfd int, name string) error {
-	var st unix.Stat_t
-	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return err
-	}
-	if !isRegular(st) {
-		return nil
-	}
-	// A raw descriptor: os.NewFile would register it with the poller, two
-	// system calls more for one fadvise.
-	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	err = unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED)
-	if cerr := unix.Close(fd); err == nil {
-		err = cerr
-	}
-	return err
 }

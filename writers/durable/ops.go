@@ -1,12 +1,9 @@
 package durable
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,7 +23,7 @@ type Ops struct {
 	OpenFile func(path string, flag int, perm os.FileMode) (*os.File, error)
 	// Write writes b to f; f.Name() is the path it was opened with.
 	Write func(f *os.File, b []byte) (int, error)
-	// Sync fsyncs f, a file or a directory.
+	// Sync fsyncs f, a file or a directory (F_FULLFSYNC on macOS).
 	Sync func(f *os.File) error
 	// RenameAt renames oldpath to newpath without any fsync; with
 	// noReplace it fails with EEXIST rather than replace newpath.
@@ -35,7 +32,8 @@ type Ops struct {
 	Remove func(path string) error
 	// SyncFS flushes the whole filesystem that holds the open f
 	// (syncfs(2)): the one seal of a staging store written with
-	// DeferSync (see [Ops.SealTree]).
+	// DeferSync (see [Ops.SealTree]). Where the system has none (macOS,
+	// FreeBSD) it says ENOSYS, and the seal fsyncs the tree instead.
 	SyncFS func(f *os.File) error
 
 	// Seals, when set, shares the syncfs of SealTree between the
@@ -127,9 +125,10 @@ func (o Ops) writeAll(f *os.File, b []byte) (int, error) {
 // OpenNoFollow opens path the way pi opens store paths: no symlink is
 // followed in any component, final one included, and the descriptor is
 // close-on-exec. On Linux it uses openat2 with RESOLVE_NO_SYMLINKS (and
-// RESOLVE_NO_MAGICLINKS); where openat2 is missing (ENOSYS, kernels before
-// 5.6) it walks the path one component at a time with O_NOFOLLOW, refusing
-// "..", as the reference does. A symlink met on the way is reported as
+// RESOLVE_NO_MAGICLINKS); elsewhere, and where openat2 is missing (ENOSYS,
+// kernels before 5.6), it walks the path one component at a time with
+// O_NOFOLLOW beneath the directory opened last, refusing "..", as the
+// reference does (sys.go). A symlink met on the way is reported as
 // ELOOP: test with errors.Is(err, syscall.ELOOP), and use
 // [Ops.HasSymlinkAncestor] to name the component.
 //
@@ -140,92 +139,7 @@ func (o Ops) OpenNoFollow(path string, flag int, perm os.FileMode) (*os.File, er
 }
 
 func openNoFollow(path string, flag int, perm os.FileMode) (*os.File, error) {
-	flag |= unix.O_NOFOLLOW | unix.O_CLOEXEC
-	var mode uint64
-	if flag&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
-		// openat2 rejects a non-zero mode without O_CREAT or O_TMPFILE.
-		mode = uint64(perm.Perm())
-	}
-	how := unix.OpenHow{
-		Flags:   uint64(flag),
-		Mode:    mode,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	}
-	for attempt := 0; ; attempt++ {
-		fd, err := unix.Openat2(unix.AT_FDCWD, path, &how)
-		switch {
-		case err == nil:
-			return os.NewFile(uintptr(fd), path), nil
-		case errors.Is(err, unix.ENOSYS):
-			return openComponentwise(path, flag, uint32(mode))
-		case (err == unix.EINTR || err == unix.EAGAIN) && attempt < 8:
-			// EAGAIN: openat2 saw a concurrent rename during resolution.
-			continue
-		default:
-			return nil, &os.PathError{Op: "open", Path: path, Err: err}
-		}
-	}
-}
-
-// openComponentwise is openNoFollow for kernels without openat2: every
-// directory on the way is opened with O_NOFOLLOW|O_DIRECTORY relative to the
-// previous one, so a symlink anywhere yields ELOOP (or ENOTDIR) and a
-// component swapped for a symlink after it was checked is never followed.
-func openComponentwise(path string, flag int, mode uint32) (*os.File, error) {
-	perr := func(err error) error { return &os.PathError{Op: "open", Path: path, Err: err} }
-	var names []string
-	for _, c := range strings.Split(path, "/") {
-		switch c {
-		case "", ".":
-		case "..":
-			return nil, perr(unix.EINVAL)
-		default:
-			names = append(names, c)
-		}
-	}
-	base := "."
-	if filepath.IsAbs(path) {
-		base = "/"
-	}
-	const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
-	dfd, err := unix.Open(base, dirFlags, 0)
-	if err != nil {
-		return nil, perr(err)
-	}
-	if len(names) == 0 {
-		// The path names "/" or "." itself.
-		unix.Close(dfd)
-		fd, err := unix.Open(base, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-		if err != nil {
-			return nil, perr(err)
-		}
-		return os.NewFile(uintptr(fd), path), nil
-	}
-	for i, name := range names {
-		last := i == len(names)-1
-		fl, m := dirFlags, uint32(0)
-		if last {
-			fl, m = flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode
-		}
-		fd, err := unix.Openat(dfd, name, fl, m)
-		if err == unix.ENOTDIR && !last {
-			// O_DIRECTORY|O_NOFOLLOW on a symlink says ENOTDIR; report
-			// it as openat2 does.
-			var st unix.Stat_t
-			if unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-				err = unix.ELOOP
-			}
-		}
-		unix.Close(dfd)
-		if err != nil {
-			return nil, perr(err)
-		}
-		if last {
-			return os.NewFile(uintptr(fd), path), nil
-		}
-		dfd = fd
-	}
-	panic("unreachable")
+	return native{}.open(path, flag, perm)
 }
 
 func osWrite(f *os.File, b []byte) (int, error) {
@@ -239,14 +153,9 @@ func osWrite(f *os.File, b []byte) (int, error) {
 	return f.Write(b)
 }
 
-func osSync(f *os.File) error { return f.Sync() }
+func osSync(f *os.File) error { return native{}.fsync(f) }
 
-func osSyncFS(f *os.File) error {
-	if err := unix.Syncfs(int(f.Fd())); err != nil {
-		return &os.PathError{Op: "syncfs", Path: f.Name(), Err: err}
-	}
-	return nil
-}
+func osSyncFS(f *os.File) error { return native{}.syncFS(f) }
 
 // splitPath returns the parent directory and final name of path, refusing
 // names that cannot be created or renamed ("", ".", "..", "/").
@@ -269,67 +178,28 @@ func openDir(path string) (*os.File, error) {
 }
 
 // renameAt renames relative to parent descriptors opened without following
-// symlinks, so neither side can be redirected through a symlinked ancestor.
-// noReplace uses renameat2(RENAME_NOREPLACE); on a filesystem without it
-// (EINVAL) a regular file is published with link(2), which never replaces
-// either, and the old name is then unlinked.
+// symlinks, so neither side can be redirected through a symlinked ancestor;
+// the rename itself is the platform's (sys.go): with noReplace it never
+// replaces newpath, on every system and filesystem.
 func renameAt(oldpath, newpath string, noReplace bool) error {
+	return renameAtOn(native{}, oldpath, newpath, noReplace)
+}
+
+// renameAtOn is renameAt on the platform p (tests run every platform the
+// system has).
+func renameAtOn(p platform, oldpath, newpath string, noReplace bool) error {
 	lerr := func(err error) error { return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err} }
+	openDir := func(dir string) (*os.File, error) { return p.open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0) }
 	od, oldName, nd, newName, err := openParents(openDir, oldpath, newpath, lerr)
 	if err != nil {
 		return err
 	}
 	defer od.Close()
 	defer nd.Close()
-	ofd, nfd := int(od.Fd()), int(nd.Fd())
-	if !noReplace {
-		if oldName == TempName(newName) {
-			// A temp published over its destination (Ops.WriteFileAtomic).
-			switch done, err := replaceByExchange(ofd, oldName, nfd, newName); {
-			case err != nil:
-				return lerr(err)
-			case done:
-				return nil
-			}
-		}
-		if err := unix.Renameat(ofd, oldName, nfd, newName); err != nil {
-			return lerr(err)
-		}
-		return nil
-	}
-	err = unix.Renameat2(ofd, oldName, nfd, newName, unix.RENAME_NOREPLACE)
-	if err == unix.EINVAL || err == unix.ENOSYS {
-		return linkNoReplace(ofd, oldName, nfd, newName, lerr)
-	}
-	if err != nil {
+	if err := p.rename(int(od.Fd()), oldName, int(nd.Fd()), newName, noReplace); err != nil {
 		return lerr(err)
 	}
 	return nil
-}
-
-// replaceByExchange puts the temp oldName in the place of the file newName
-// by exchanging the two (renameat2 RENAME_EXCHANGE, as atomic for a reader
-// as a rename) and unlinking the displaced file, now at oldName. A rename
-// over an existing file makes ext4 (auto_da_alloc, its default) start the
-// write-back of the new file's delayed blocks then and there: ~0.1 ms of
-// CPU and more of waiting per replacement, in every refresh's manifest,
-// for a safety the callers get from their own syncs or seal (issue 14). A
-// crash between the two steps leaves the old content under the temp's
-// name, a leftover the next write removes (createExclusive). done is
-// false, with nothing changed, where there is nothing to exchange with
-// (ENOENT), the filesystem cannot exchange (EINVAL), or what newName held
-// is not a file to unlink (then exchanged back): a plain rename follows.
-func replaceByExchange(ofd int, oldName string, nfd int, newName string) (done bool, err error) {
-	if unix.Renameat2(ofd, oldName, nfd, newName, unix.RENAME_EXCHANGE) != nil {
-		return false, nil
-	}
-	if unix.Unlinkat(ofd, oldName, 0) == nil {
-		return true, nil
-	}
-	if err := unix.Renameat2(ofd, oldName, nfd, newName, unix.RENAME_EXCHANGE); err != nil {
-		return false, fmt.Errorf("undo an exchange: %w", err)
-	}
-	return false, nil
 }
 
 // openParents opens the parent directories of oldpath and newpath with
@@ -351,20 +221,6 @@ func openParents(open func(string) (*os.File, error), oldpath, newpath string, l
 		return nil, "", nil, "", err
 	}
 	return od, oldName, nd, newName, nil
-}
-
-// linkNoReplace is the no-replace publication for filesystems without
-// RENAME_NOREPLACE: linkat creates the new name atomically or fails with
-// EEXIST, and only then is the old name removed. A crash in between leaves
-// both names for the same inode, which is harmless for a temp file.
-func linkNoReplace(ofd int, oldName string, nfd int, newName string, lerr func(error) error) error {
-	if err := unix.Linkat(ofd, oldName, nfd, newName, 0); err != nil {
-		return lerr(err)
-	}
-	if err := unix.Unlinkat(ofd, oldName, 0); err != nil {
-		return lerr(err)
-	}
-	return nil
 }
 
 // removeAt unlinks a non-directory relative to a parent opened without

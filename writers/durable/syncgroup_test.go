@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Every caller returns only after a sync that began after its call ended,
@@ -120,5 +122,28 @@ func TestSyncGroupLingerAlone(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a job alone lingered")
+	}
+}
+
+// Where the system has no filesystem sync (ENOSYS, as on macOS), the group
+// learns it from the first call: later callers get ENOSYS at once, to seal
+// on their own, rather than linger for a sync that cannot happen.
+func TestSyncGroupUnsupported(t *testing.T) {
+	var g SyncGroup
+	calls := 0
+	fn := func() error { calls++; return unix.ENOSYS }
+	if err := g.sync(4, fn); !errors.Is(err, unix.ENOSYS) {
+		t.Fatalf("err %v, want ENOSYS", err)
+	}
+	g.Linger = time.Hour
+	done := make(chan error, 1)
+	go func() { done <- g.sync(4, fn) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, unix.ENOSYS) || calls != 1 {
+			t.Fatalf("err %v after %d calls, want ENOSYS after 1", err, calls)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("lingered for a sync the system does not have")
 	}
 }

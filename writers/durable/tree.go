@@ -36,9 +36,11 @@ func (o Ops) SyncDir(path string) error {
 // directory of it (and reports their writeback errors, Linux 5.8 and
 // later). It is how a staging store written with DeferSync is sealed:
 // one call in place of an fsync per file and directory, at the price of
-// also flushing whatever else is dirty on that filesystem. Where syncfs
-// is not available it falls back to SyncTree and an fsync of root's
-// parent (root's own entry).
+// also flushing whatever else is dirty on that filesystem. Where the
+// system has no syncfs (macOS, FreeBSD: sys.go) it falls back to SyncTree,
+// an fsync of every file and directory under root (each an F_FULLFSYNC on
+// macOS); as with SyncTree, root's own entry in its parent is made durable
+// by the rename that installs root, which fsyncs the parent.
 func (o Ops) SealTree(root string) error {
 	_, _, err := o.SealFilesystem(root)
 	return err
@@ -70,9 +72,7 @@ func (o Ops) SealFilesystem(root string) (dev uint64, whole bool, err error) {
 	}
 	if errors.Is(err, unix.ENOSYS) {
 		o.DeferSync, whole = false, false
-		if err = o.syncTree(d); err == nil {
-			err = o.SyncDir(filepath.Dir(root))
-		}
+		err = o.syncTree(d)
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("seal %s: %w", root, err)
@@ -324,6 +324,9 @@ type devSyncs struct {
 	done      uint64 // the last sync finished
 	failed    uint64 // the last sync that failed, with err
 	err       error
+	// unsupported: the sync said ENOSYS (no syncfs on this system), so
+	// the callers seal on their own at once rather than linger for it.
+	unsupported bool
 }
 
 // sync returns once a call of fn that began after sync was called has
@@ -340,6 +343,9 @@ func (g *SyncGroup) sync(dev uint64, fn func() error) error {
 	if d == nil {
 		d = &devSyncs{cond: sync.NewCond(&g.mu)}
 		g.devs[dev] = d
+	}
+	if d.unsupported {
+		return d.err // the system has no such sync: nothing to wait for
 	}
 	need := d.started + 1 // one running now began before this call
 	for d.done < need {
@@ -363,6 +369,7 @@ func (g *SyncGroup) sync(dev uint64, fn func() error) error {
 		d.running, d.done = false, n
 		if err != nil {
 			d.failed, d.err = n, err
+			d.unsupported = errors.Is(err, unix.ENOSYS)
 		}
 		d.cond.Broadcast()
 	}

@@ -30,39 +30,6 @@ func symlinkTree(t *testing.T) (base string) {
 	return base
 }
 
-func TestOpenNoFollow(t *testing.T) {
-	base := symlinkTree(t)
-	tests := []struct {
-		name string
-		path string
-		err  error // nil: opens
-	}{
-		{"plain", "real/dir/file", nil},
-		{"symlinked ancestor", "link/dir/file", syscall.ELOOP},
-		{"symlinked final", "real/flink", syscall.ELOOP},
-		{"missing", "real/nope", syscall.ENOENT},
-	}
-	opens := map[string]func(string, int, os.FileMode) (*os.File, error){
-		"openat2": openNoFollow,
-		"componentwise": func(p string, flag int, perm os.FileMode) (*os.File, error) {
-			return openComponentwise(p, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm))
-		},
-	}
-	for oname, open := range opens {
-		for _, tt := range tests {
-			t.Run(oname+"/"+tt.name, func(t *testing.T) {
-				f, err := open(filepath.Join(base, tt.path), unix.O_RDONLY, 0)
-				if f != nil {
-					f.Close()
-				}
-				if tt.err == nil && err != nil || tt.err != nil && !errors.Is(err, tt.err) {
-					t.Fatalf("err = %v, want %v", err, tt.err)
-				}
-			})
-		}
-	}
-}
-
 func TestOpenComponentwiseRelative(t *testing.T) {
 	base := symlinkTree(t)
 	t.Chdir(base)

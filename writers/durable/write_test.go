@@ -223,32 +223,6 @@ func TestCreateNoReplace(t *testing.T) {
 	}
 }
 
-// The link(2) fallback for filesystems without RENAME_NOREPLACE.
-func TestLinkNoReplace(t *testing.T) {
-	dir := t.TempDir()
-	d, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	fd := int(d.Fd())
-	lerr := func(err error) error { return &os.LinkError{Op: "rename", Old: "a", New: "b", Err: err} }
-	writeFile(t, filepath.Join(dir, "a"), "A")
-	writeFile(t, filepath.Join(dir, "b"), "B")
-	if err := linkNoReplace(fd, "a", fd, "b", lerr); !errors.Is(err, os.ErrExist) {
-		t.Fatalf("err = %v, want ErrExist", err)
-	}
-	if readFile(t, filepath.Join(dir, "a")) != "A" || readFile(t, filepath.Join(dir, "b")) != "B" {
-		t.Fatal("a file changed")
-	}
-	if err := linkNoReplace(fd, "a", fd, "c", lerr); err != nil {
-		t.Fatal(err)
-	}
-	if exists(t, filepath.Join(dir, "a")) || readFile(t, filepath.Join(dir, "c")) != "A" {
-		t.Fatal("not moved")
-	}
-}
-
 func TestWriteFileInPlace(t *testing.T) {
 	withUmask(t, 0)
 	dir, _ := store(t)

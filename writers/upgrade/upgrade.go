@@ -320,14 +320,14 @@ func (u *upgrader) unchanged() bool {
 }
 
 func sameFile(a, b os.FileInfo, ctime bool) bool {
-	sa, oka := a.Sys().(*syscall.Stat_t)
-	sb, okb := b.Sys().(*syscall.Stat_t)
+	sa, oka := durable.StatOf(a)
+	sb, okb := durable.StatOf(b)
 	if !oka || !okb || a.Size() != b.Size() {
 		return false
 	}
-	same := sa.Dev == sb.Dev && sa.Ino == sb.Ino && sa.Mtim == sb.Mtim
+	same := sa.Dev == sb.Dev && sa.Ino == sb.Ino && sa.Mtime == sb.Mtime
 	if ctime {
-		same = same && sa.Ctim == sb.Ctim
+		same = same && sa.Ctime == sb.Ctime
 	}
 	return same
 }
