@@ -53,7 +53,20 @@ failure included ({"error":{"class":...,"message":...}}); text reports go to
 stdout too; logs, errors and the progress bar (drawn only when stderr is a
 terminal) go to stderr. -q prints only what needs action (nothing at all
 when nothing does), -v lists every item; both work before or after the
-command, as every flag does.`
+command, as every flag does.
+
+Logs: without --log-file, the commands that act on trees also append their
+records to a default log: ~/.local/state/pisess/pisess.log for a user
+($XDG_STATE_HOME/pisess/ when set), /var/log/pisess/pisess.log for root.
+
+As root, a tree another user owns is worked on by a child process running as
+its owner, never by root; --all-users runs over every account's default tree.
+The session files are never changed (but by pisess upgrade, when asked), no
+symlink is followed, and outside the trees pisess writes only its own logs,
+metrics and temporary files.
+
+pisess man prints the whole manual: each command in full, the conventions,
+logs and metrics, several users' trees and the security model.`
 
 // environment is every environment variable pisess reads that no flag
 // stands for (those are envFlags), with what it does: --help's and the man

@@ -15,13 +15,16 @@ func buildCommand(r *run) *cli.Command {
 		Usage:     "write a V2 store of one session into a new directory (plumbing)",
 		ArgsUsage: "SESSION OUTDIR",
 		Description: `Reads the session SESSION (JSONL or SQLite) as the reference's migration reads
-it and writes a V2 store of it into OUTDIR, which must not exist. The store is
+it and writes a V2 store of it into OUTDIR, which must not exist (with --force,
+an OUTDIR that is an empty directory or a V2 store is replaced). The store is
 built in a sibling staging directory and renamed into place once sealed.
 
 This is plumbing for demos and tests, not the migration: it writes no ledger
 event and no source-state.json, takes no lock and installs no sidecar (see
 pisess migrate). With PISESS_CLOCK set, the store is byte-identical to the
-reference implementation's.`,
+reference implementation's:
+   PISESS_CLOCK=2026-01-01T00:00:00.000Z pisess build session.jsonl /tmp/session.v2
+   pisess inspect /tmp/session.v2`,
 		Flags: []cli.Flag{
 			jsonFlag(),
 			&cli.Int64Flag{Name: "max-segment-bytes", Value: 64 << 20, Usage: "segment rollover size in bytes, at most 64 MiB (the most pi reads)"},

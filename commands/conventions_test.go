@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pisess/commands/metrics"
 )
 
 func TestConventions(t *testing.T) {
@@ -230,6 +232,7 @@ func TestManPage(t *testing.T) {
 	}
 	page := r.stdout
 	for _, want := range []string{".TH PISESS 1", `.SH "EXIT STATUS"`, `.SH "ENVIRONMENT"`, `.SH "FILES"`, `.SS "pisess rollback`,
+		`.SH "CONVENTIONS"`, `.SH "LOGS AND METRICS"`, `.SH "SEVERAL USERS' TREES"`, `.SH "SECURITY"`,
 		`sidecars (<stem>.v2/ beside each session file)`, `\fI<tree>/.pisess/journal.jsonl\fR`, `\fB\-\-dry\-run\fR, \fB\-n\fR`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
@@ -324,6 +327,28 @@ func TestManPageRendered(t *testing.T) {
 			t.Errorf("FILES lacks %s", f)
 		}
 	}
+	// The sections the README's reference parts became (issue 33): each
+	// metric the metrics file holds, and the security model's promises.
+	flat := func(name string) string { return strings.Join(strings.Fields(sections[name]), " ") }
+	for _, f := range metrics.Families() {
+		if !strings.Contains(flat("LOGS AND METRICS"), f.Name+" {"+strings.Join(f.Labels, ", ")+"}") {
+			t.Errorf("LOGS AND METRICS lacks %s with its labels", f.Name)
+		}
+	}
+	for _, want := range []string{"data, never as an address", "No symlink is ever followed", "never falls back to working as root",
+		"refused as forged or corrupt", "more than one hard link", ".pisess itself must be a real directory", "nothing in them is an address"} {
+		if !strings.Contains(flat("SECURITY"), want) {
+			t.Errorf("SECURITY lacks %q", want)
+		}
+	}
+	for _, want := range []string{"Flags may come anywhere", "usage error (16)", "SIGTERM stops a run between steps"} {
+		if !strings.Contains(flat("CONVENTIONS"), want) {
+			t.Errorf("CONVENTIONS lacks %q", want)
+		}
+	}
+	if !strings.Contains(flat("SEVERAL USERS' TREES"), "--all-users") || !strings.Contains(flat("EXIT STATUS"), "A problem is") {
+		t.Errorf("SEVERAL USERS' TREES or EXIT STATUS lacks its text:\n%s\n%s", sections["SEVERAL USERS' TREES"], sections["EXIT STATUS"])
+	}
 }
 
 // plainText drops groff's overstrike (bold, underline) from its -Tutf8
@@ -375,6 +400,54 @@ func TestReadmeEnvironmentTable(t *testing.T) {
 		if !want[v] {
 			t.Errorf("README's Environment table lists %s, which the definitions do not", v)
 		}
+	}
+}
+
+// TestReadmeCommandTable: the README's table of commands has one row per
+// command of the app (help aside), and each row's exit statuses are those
+// the command's own help lists (its definition is the source).
+func TestReadmeCommandTable(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, _ := strings.Cut(string(b), "\n## Commands\n")
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	rows := map[string]string{}
+	for _, l := range strings.Split(sec, "\n") {
+		if !strings.HasPrefix(l, "| `pisess ") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(l, "| "), " | ")
+		name := strings.Fields(strings.Trim(cells[0], "`"))[1]
+		if _, dup := rows[name]; dup {
+			t.Errorf("README's command table lists %s twice", name)
+		}
+		rows[name] = cells[len(cells)-1]
+	}
+	app := (&run{}).app()
+	for _, c := range app.Commands {
+		if c.Hidden || c.Name == "help" {
+			continue
+		}
+		got, ok := rows[c.Name]
+		if !ok {
+			t.Errorf("README's command table lacks %s", c.Name)
+			continue
+		}
+		delete(rows, c.Name)
+		var want []string
+		for _, l := range commandExitLines(c) {
+			if code, _, _ := strings.Cut(l, " "); strings.Trim(code, "0123456789") == "" {
+				want = append(want, code)
+			}
+		}
+		if w := strings.Join(want, ", "); got != w {
+			t.Errorf("README's command table gives %s the exit statuses %q; its help lists %q", c.Name, got, w)
+		}
+	}
+	for name := range rows {
+		t.Errorf("README's command table lists %s, which the app does not have", name)
 	}
 }
 

@@ -20,26 +20,35 @@ none, the default tree as for migrate) under the tree lock, as e2fsck checks a
 file system. Each session gets the reference's status class (unmigrated,
 migrated, stale, corrupt, partial) and the finer findings beneath it: pi's
 acceptance rules (modes, owner, symlinks, unindexed segments, a pending
-rollback), the store's integrity (torn tails, CRC, index, manifest, chain), a
-full verification against the source, and the source's own refusal (a notice:
-pi keeps using such a session as JSONL). The tree's own findings: leftover
-staging and backup directories, directories whose session is gone, a stale
-tree lock, journal lines that do not parse. Every finding names the file, the
-check that failed and the repair that applies. *.seg.bak files are ignored.
-Without --repair nothing is written.
+rollback), the store's integrity (torn tails, CRC, index missing or lagging,
+manifest missing or wrong, chain), a full verification against the source,
+and the source's own refusal (a notice: pi keeps using such a session as
+JSONL). The tree's own findings: leftover staging and backup directories,
+directories whose session is gone, a stale tree lock, journal lines that do
+not parse or that name anything outside the tree (forged records). Every
+finding names the file, the check that failed and the repair that applies.
+*.seg.bak files are ignored. Without --repair nothing is written.
 
---repair mends, then checks again: torn tails are cut (the cut bytes kept in
-the quarantine first), index and manifest recomputed from the frames, modes set
-to 0700/0600, owner given back to the session file's owner (as root), a pending
-rollback finished, staging quarantined, a backup restored when no sidecar is
-installed (after it is verified) or else quarantined, stale and corrupt
-sidecars rebuilt from the source (the old one quarantined), a stale tree lock
-taken over, unparsable journal lines copied to the quarantine and acknowledged
-(the journal is never rewritten). Nothing is deleted: what is removed goes to
-<tree>/.pisess/quarantine/<correlation id>/, and every repair is a journal
-note with that id. A symlinked ancestor cannot be repaired: it is reported with
-what to do. A stale sidecar (pi wrote the session since) counts as a problem:
-pisess migrate or fsck --repair refreshes it.`,
+--repair mends, then checks again: torn tails are cut after the last whole
+frame (the cut bytes kept in the quarantine first), index and manifest
+recomputed from the frames, modes set to 0700/0600, owner given back to the
+session file's owner (as root), a pending rollback finished (rolled
+forward), staging and orphaned directories quarantined, a backup restored when no sidecar is installed
+(after it is verified) or else quarantined, stale and corrupt sidecars rebuilt
+from the source through the migrate pipeline (the old one quarantined), a
+stale tree lock taken over, unparsable or forged journal lines copied to the
+quarantine and acknowledged (the journal is never rewritten). Nothing is
+deleted: what is removed goes to <tree>/.pisess/quarantine/<correlation id>/,
+and every repair is a journal note with that id, so pisess rollback can undo
+the rebuilds. A repair of an installed store holds the session lock and the
+store's store.mutation.lock; a session pi holds locked is waited for (up to
+30 s) without keeping its place among the --jobs, so the sessions after it
+are checked meanwhile. A symlinked ancestor cannot be repaired: it is
+reported with what to do. A second fsck after --repair finds nothing.
+
+A stale sidecar (pi wrote the session since) is a notice, not a problem
+(exit 0): pi reads the session file until a refresh, which pisess migrate or
+fsck --repair makes.`,
 		Flags: []cli.Flag{
 			jsonFlag(),
 			&cli.BoolFlag{Name: "repair", Usage: "repair what can be repaired without losing data, then check again"},

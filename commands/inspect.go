@@ -19,7 +19,8 @@ func inspectCommand(r *run) *cli.Command {
 anything, and prints its manifest, its counts measured from the files
 (entries, messages, branches, compactions, bytes, segments, checkpoints,
 ledger events) and every problem the store checker finds, each with its
-class, file, segment offset or line, and detail.`,
+class, file, segment offset or line, and detail. It checks the store alone;
+pisess verify checks a sidecar against its session.`,
 		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
 			a, err := args(c, "STORE")

@@ -13,8 +13,9 @@ import (
 // The man page, pisess(1), written in roff from the command definitions:
 // the same usage lines, descriptions, flags (with their defaults, words
 // and environment variables) and exit statuses as --help, plus the
-// sections a man page has and --help has not: EXIT STATUS, ENVIRONMENT,
-// FILES. Text is escaped for roff here, once (a "<stem>.v2/" must reach
+// sections a man page has and --help has not: those of manual.go
+// (conventions, logs and metrics, several users' trees, security), EXIT
+// STATUS, ENVIRONMENT, FILES. Text is escaped for roff here, once (a "<stem>.v2/" must reach
 // the reader whole, a line must not begin with a control character).
 
 // files is the FILES section: what pisess reads and writes, and where. A
@@ -132,11 +133,20 @@ func manPage(app *cli.App) string {
 		}
 	}
 
+	for _, sec := range manSections {
+		m.section(sec.name)
+		m.block(sec.text)
+		for _, it := range sec.items {
+			m.item(`\fB`+esc(it.tag)+`\fR`, it.text)
+		}
+	}
+
 	m.section("EXIT STATUS")
 	m.text("One value per run, never a bitwise combination of several: the most urgent wins.")
 	for _, e := range exitStatuses {
 		m.item(fmt.Sprintf(`\fB%d\fR`, e.code), e.meaning)
 	}
+	m.block(exitNotes)
 
 	m.section("ENVIRONMENT")
 	for _, e := range envFlagList(app) {
@@ -152,8 +162,8 @@ func manPage(app *cli.App) string {
 	}
 
 	m.section("SEE ALSO")
-	m.text("pisess COMMAND --help; pisess completion bash|zsh|fish; the README of pisess " +
-		"(the machine interface: pisess.report.v1 and pisess.progress.v1).")
+	m.text("pisess COMMAND --help; pisess completion bash|zsh|fish; the README of pisess; its " +
+		"docs/json.md (the machine interface: pisess.report.v1 and pisess.progress.v1).")
 	return m.String()
 }
 

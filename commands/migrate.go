@@ -19,32 +19,112 @@ func migrateCommand(r *run) *cli.Command {
 		Description: `Migrates every session under PATH (a session file or a directory tree; with
 none, $PI_SESSIONS_DIR, else $PI_CODING_AGENT_DIR/sessions, else
 ~/.pi/agent/sessions) to a Session Store V2 sidecar <stem>.v2 beside it.
+Sessions are found by extension and header (.jsonl, .sqlite), never by the
+shape of their names; no symlink is followed.
 
 Each session gets one action: migrate (no sidecar), refresh (the sidecar is
 stale: pi wrote the session since — the everyday job of a cron run), skip
 (fresh; --force rebuilds it), needs_repair (corrupt or partial sidecar, or
-leftovers of an interrupted run: left for pisess fsck --repair; --force
-rebuilds from the source instead) or refuse (the reference cannot migrate it:
-file, line and reason are printed as a notice; pi keeps reading it as JSONL,
-so it does not change the exit status unless --strict).
+leftovers of an interrupted run this run did not heal: left for pisess fsck
+--repair; --force rebuilds from the source instead) or refuse (the reference
+cannot migrate it: a custom_message entry, a lone surrogate, a missing
+parent, a version 1 or 2 header (see pisess upgrade), a symlinked session
+file, a tree under a symlinked directory, a .sqlite whose stem also has a
+.jsonl; the class, file, line and reason are printed as a notice, pi keeps
+reading the session as JSONL, and it does not change the exit status unless
+--strict).
 
-Per session, under the session lock <file>.lock: the store is built in
-<stem>.v2.staging.<uuid>, sealed, verified against the source (entry ids,
-hash chain, index, manifest, invariants, acceptance rules, source fingerprint
-unchanged), given a clean source-state.json, and renamed into <stem>.v2. A
-displaced sidecar goes to <tree>/.pisess/quarantine/<correlation id>/, and is
-not kept when pisess built it and the source still holds the bytes it was
-built from (--keep-displaced keeps it). A stale sidecar whose session only
-gained whole lines since pisess built it is continued in place instead: it is
-marked dirty (pi then reads the session file), the new entries are appended,
-sealed and verified, and a clean source-state.json commits it; a rollback of
-that run takes the sidecar away. A session refused before and unchanged
-since is not read again (<tree>/.pisess/refused.json). Leftovers of a run that
-died holding the tree lock are repaired first, as fsck --repair would.
-Every phase is a migration_event.v1 record carrying the run's correlation id
-in <tree>/.pisess/journal.jsonl; pisess rollback <correlation id> undoes the
-run. --dry-run builds and verifies in a temporary directory outside the tree
-and writes nothing in it. Safe for cron: a tree lock keeps runs apart.`,
+Per session, under the session lock <file>.lock (the flock pi takes; a
+session still locked after --lock-timeout is reported busy, and the sessions
+after it are migrated meanwhile): the store is built in
+<stem>.v2.staging.<uuid> from one read of the source, verified against what
+that read produced (every frame's CRC, entry ids, parents and types in order,
+the hash chain, index, manifest, invariants INV-001..INV-007, pi's acceptance
+rules including modes and owner, the source unchanged since it was read),
+given its migration ledger and a clean source-state.json, sealed, and renamed
+into <stem>.v2. Directories are 0700 and files 0600 whatever the umask; run as
+root over another user's tree, everything pisess creates belongs to the
+session file's owner (a root-owned sidecar would break pi's open). A .sqlite
+session migrates with sourceFormat sqlite_v1; pi's resume reads the sidecars
+of JSONL sessions only, which the report notes.
+
+Refresh. pi only ever appends whole lines to a session, and marks its sidecar
+dirty when it does. When the session still begins with exactly the bytes
+pisess built the sidecar from (<tree>/.pisess/refresh.json says which) and
+only whole new lines follow, the sidecar is continued in place, under the
+session lock and the store's store.mutation.lock: the new entries are read
+and checked, the journal records the cutover, the sidecar is marked dirty
+(from then until the end pi reads the session file), the new frames and index
+rows are appended, the manifest and the store's ledger rewritten, everything
+verified and sealed, and a clean source-state.json commits it. The result is
+byte for byte the store a full rebuild writes. A crash, a power loss or an
+error part way leaves the sidecar dirty or stale, never clean, and the next
+run rebuilds it. New entries that branch from an earlier entry, more than 16
+MiB of new payloads, a store.mutation.lock that stays held, or
+--keep-displaced make the refresh go through a staging copy of the old store
+instead; anything else (no refresh record or one that does not match, a
+changed prefix, a torn last line, a damaged old store, a new entry that
+refers forward) is a full rebuild.
+
+Displaced sidecars. A sidecar that a refresh through a copy or a full rebuild
+replaces is moved to <tree>/.pisess/quarantine/<correlation id>/. It is not
+kept (a discarded note in the journal) when it is reproducible: pisess built
+it, for a run this tree's journal or refresh record knows, and the session
+file still begins with the bytes it was built from; so cron refreshes do not
+grow the disk. A sidecar pisess did not build, a corrupt one, or one whose
+source was rewritten rather than appended to stays in the quarantine;
+--keep-displaced keeps every one. pisess rollback <correlation id> undoes the
+run: the sidecars it installed or continued go to the quarantine, the ones it
+displaced and kept come back; where it kept none, pi reads the session file
+until the next migrate, as it did while the old sidecar was stale. A rollback
+of a run whose sidecar a later run continued is refused as superseded (roll
+the later run back first).
+
+One tree, one journal. Every PATH is resolved to its tree's root: the nearest
+directory at or above it that holds .pisess/, else the default tree when the
+path lies under it, else the parent of a pi cwd directory (--<cwd>--), else
+the directory itself. A run on a subdirectory uses its tree's one journal,
+tree lock and quarantine, so runs on overlapping paths exclude each other
+(the second exits 32 naming the holder, or waits up to --lock-wait). Printed
+hints (pisess rollback --tree T ID, pisess fsck --repair T) carry the tree
+when it is not the default one.
+
+Nothing redone. A run with nothing to do writes nothing: no journal record,
+no file in the tree, not even a session's lock file. A session the reference
+refused is remembered in <tree>/.pisess/refused.json by its file identity
+(device, inode, size, modification and change times) and reported refused
+from there, not read, locked or journaled, until the file changes. A sidecar
+found fresh, or installed or continued by a run on a file system whose change
+times show every change (Linux 6.13 and later on ext4, xfs, btrfs and tmpfs;
+probed once per run), is remembered in <tree>/.pisess/fresh.json by a digest
+of the metadata of every file of the sidecar and of the session file; the
+next run skips it with one lstat per file, and when only the session file
+changed it reads the session and not the sidecar. Any write, chmod, chown,
+rename, link or new file moves a change time the digests cover; what changed
+within 2 s of a run's start is judged again by the next run (git's racily
+clean rule); a system clock stepped back by more than 2 s while a run plans is
+the one change this cannot see. These files only save work: each entry is
+checked against the files it names, and nothing in them is an address.
+
+Self-healing. A run that takes over the tree lock of a pisess run that died
+holding it (a reboot, the OOM killer, kill -9) first repairs the staging and
+backup directories that run left, exactly as fsck --repair would (journaled
+under a run id of its own, healed in --json), then goes on: the next cron run
+converges with no operator. Otherwise it takes only what is recognisably
+pisess's (a backup named after a run the journal knows, a staging store whose
+ledger holds a phase only pisess writes); anything else is needs_repair.
+
+Every phase (planned, staging_copy, integrity_check, cutover_commit,
+completed, or failed with its errorClass) is a migration_event.v1 record
+carrying the run's correlation id in <tree>/.pisess/journal.jsonl; the
+store's own migrations/ledger.jsonl holds the events of its migration. An
+interrupted session (SIGINT, SIGTERM) is journaled failed, outcome
+recoverable_error, class io_failure: the run stopped for a reason outside the
+data; run it again. --dry-run builds and verifies in a temporary directory
+outside the tree and writes nothing in it.
+
+Example: from a crontab, silent unless something needs you:
+   */15 * * * * /usr/local/bin/pisess migrate -q --log-format json`,
 		Flags: []cli.Flag{
 			jsonFlag(),
 			jsonProgressFlag(),

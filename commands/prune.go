@@ -16,14 +16,26 @@ func pruneCommand(r *run) *cli.Command {
 		ArgsUsage: "[PATH...]",
 		Description: `The one place pisess deletes anything, and only when asked. For the tree of
 each PATH (with none, the default tree), under the tree lock: every run whose
-last record (a rollback of it included) is older than --keep-within is
-removed from the journal and its quarantine directory deleted; quarantine
-entries no journal record names are deleted when they are older than the
-window too. A run inside the window is never touched, and the journal keeps
-every other line byte for byte, so every rollback it still allows works; a
-pruned run can no longer be rolled back. The journal is replaced atomically;
-a prune killed midway leaves .pisess/pruning/, which the next prune removes.
-Each removal is logged. --dry-run lists what would go.`,
+last record (a rollback of it included) is older than --keep-within loses its
+journal records and its quarantine directory; quarantine entries no journal
+record names are deleted when they are older than the window too. A run with
+any record inside the window, or one without a readable time, is kept whole,
+and the journal keeps every other line byte for byte and in order, so every
+rollback it still allows works; a pruned run can no longer be rolled back.
+
+WINDOW is written as restic writes --keep-within: numbers each followed by a
+unit, y (a year: 365 days), m (a month: 30 days), w (a week), d (a day: 24
+hours) or h (an hour), such as 30d, 2w, 1y2m or 720h. Months and years have
+these fixed lengths, so a window is as long whatever day it is measured from;
+m is a month, never a minute, and units below an hour are refused.
+
+What goes is first moved to .pisess/pruning/, then the journal is replaced
+atomically, then that directory is deleted: a prune killed at any point leaves
+at most .pisess/pruning/, which the next prune removes. Each removal is
+logged. --dry-run lists what would go.
+
+Example: a weekly crontab line that keeps 30 days of runs:
+   30 4 * * 0 /usr/local/bin/pisess prune -q --keep-within 30d --log-format json`,
 		Flags: []cli.Flag{
 			jsonFlag(),
 			&cli.StringFlag{Name: "keep-within", Usage: "keep runs whose last record is this recent: " + retentionHelp + "; required"},

@@ -12,27 +12,36 @@ import (
 func rollbackCommand(r *run) *cli.Command {
 	return command(&cli.Command{
 		Name:      "rollback",
-		Usage:     "undo a migrate or upgrade run by its correlation id, or roll a store back to a checkpoint",
+		Usage:     "undo a migrate, upgrade or fsck --repair run by its correlation id, or roll a store back to a checkpoint",
 		ArgsUsage: "CORRELATION_ID | --to-checkpoint N STORE",
 		Description: `pisess rollback [--dry-run] [--json] [--tree PATH] CORRELATION_ID
    Reads the tree journal (<tree>/.pisess/journal.jsonl) for every session the
-   run CORRELATION_ID cut over or upgraded, and undoes each under its session
-   lock: the sidecar it installed (or continued in place) moves into
+   run CORRELATION_ID (a migrate, upgrade or fsck --repair run) cut over or
+   upgraded, and undoes each under its session lock (a session pi holds
+   locked is waited for, up to --lock-timeout, after the run's others): the
+   sidecar it installed (or continued in place) moves into
    <tree>/.pisess/quarantine/<id>/ (never deleted); a sidecar it displaced is
    put back, unless the run did not keep it (pisess built it and the session
    file still holds its bytes: pi then reads the session file until the next
    migrate); a sidecar a later run continued in place is left alone and
    reported (roll that run back first); an upgraded source is restored byte
    for byte — unless pi appended to it since, in which case the session is
-   left as it is and reported (nothing is lost). Each step is a
-   rollback event with the same correlation id in the journal. Killed and run
-   again, it finishes; run once more, it changes nothing.
+   left as it is and reported (the current file is kept in the quarantine
+   too; nothing is lost). Each step is a rollback event with the same
+   correlation id in the journal, which outlives the stores it removes.
+   Before it moves anything, the object must be where the journal says,
+   beneath the tree, with the device, inode and digest recorded; a record
+   that names anything else is listed as refused-record (exit 4) and none
+   of it is acted on. Killed and run again, it finishes; run once more, it
+   changes nothing.
 
 pisess rollback [--dry-run] [--json] --to-checkpoint N STORE
    Rolls the V2 store STORE back to its checkpoint N as the reference does
-   (intent document, truncation, later segments and newer checkpoints set
-   aside as .bak, manifest rewritten, rollback event), under the store's
-   store.mutation.lock. A sidecar is also marked dirty, so pi reads its source.`,
+   (the intent tmp/rollback.intent.json, the staged index, truncation, later
+   segments and newer checkpoints set aside as .bak, manifest rewritten,
+   rollback event), under the store's store.mutation.lock; a crash midway is
+   finished (rolled forward) by the next pisess fsck --repair. A sidecar is
+   also marked dirty, so pi reads its source instead of a shortened store.`,
 		Flags: []cli.Flag{
 			jsonFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what would be done; change nothing"},

@@ -16,11 +16,12 @@ func runsCommand(r *run) *cli.Command {
 		Usage:     "list the runs a tree's journal records (read-only)",
 		ArgsUsage: "[PATH...]",
 		Description: `Lists the runs recorded in the journal of the tree of each PATH (a tree or
-any path inside it; with none, the default tree): correlation id, command
-(migrate, upgrade or fsck --repair), first and last record times, sessions,
-sidecars installed, failures, upgrades, repairs, displaced sidecars not kept
-(reproducible), whether the run was rolled back, and the bytes its quarantine
-holds. Nothing is written or locked.`,
+any path inside it; with none, the default tree), oldest first: correlation
+id, command (migrate, upgrade or fsck --repair, from its records), first and
+last record times, sessions, sidecars installed, failures, upgrades, repairs,
+displaced sidecars not kept (reproducible), whether (and when) the run was
+rolled back, and the bytes its quarantine holds. A run that had nothing to do
+wrote nothing, so it is not listed. Nothing is written or locked.`,
 		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
 			rep, err := engine.Runs(r.log.WithContext(c.Context), engine.RunsOptions{Paths: c.Args().Slice()})

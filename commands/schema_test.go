@@ -177,12 +177,12 @@ func TestEveryCommandsJSONFollowsTheSchema(t *testing.T) {
 	}
 }
 
-// TestItemsAndTotalsAsTheReadmeSays: inspect's item is the store with its
-// problems as findings and its totals every count measured; runs's items
-// are runs with members of their own (correlationId, command, startedAt,
-// finishedAt, rolledBack), never a correlation id in class; prune's name
-// the run they pruned the same way.
-func TestItemsAndTotalsAsTheReadmeSays(t *testing.T) {
+// TestItemsAndTotalsAsDocumented (docs/json.md's table): inspect's item
+// is the store with its problems as findings and its totals every count
+// measured; runs's items are runs with members of their own
+// (correlationId, command, startedAt, finishedAt, rolledBack), never a
+// correlation id in class; prune's name the run they pruned the same way.
+func TestItemsAndTotalsAsDocumented(t *testing.T) {
 	store := buildStore(t)
 	env := pisess(t, "inspect", "--json", store).envelope(t)
 	items := env["items"].([]any)

@@ -19,27 +19,39 @@ func upgradeCommand(r *run) *cli.Command {
 		Description: `Rewrites each JSONL session of version 1 or 2 under PATH (a session file or a
 directory tree) as version 3, exactly as the TypeScript pi upgrades a file when
 it opens it, so that the reference (which migrates only version 3) and pisess
-migrate can then migrate it. Version 3 sessions are reported and left alone;
-nothing is touched that PATH does not name.
+migrate can then migrate it. Never unasked: migrate refuses such a file and
+names this command. Which files are legacy is pi's rule too: the header's
+last "version" member, 1 when there is none. A file pi reads as version 3 or
+newer ("version": 4 is reported as not a legacy file, exit 0) is never
+rewritten, locked or journaled; nothing is touched that PATH does not name.
 
 Version 1 entries get ids (the reference's deterministic legacy ids instead of
 pi's random ones, so --dry-run shows exactly what a real run writes), each
 entry's parentId is the entry before it, and a compaction's
 firstKeptEntryIndex becomes firstKeptEntryId by pi's rule; message role
-hookMessage becomes custom; the header gets "version":3. Every other member
-keeps its value and place. Blank lines, CRs before LF and a leading
-byte-order mark are dropped, as pi drops them. A file with a line pi would
-drop or mangle (malformed JSON, a torn last line, invalid UTF-8, ...) is
-refused with its line number and left alone. Whether the reference can
-migrate the upgraded file is reported separately (file, line, reason).
+hookMessage becomes custom; the header gets "version":3. Each line is
+rewritten as JSON.stringify(JSON.parse(line)) writes it, byte for byte as pi
+does (entry ids aside), in JavaScript's JSON dialect and not in the serde_json
+dialect of V2 frames: numbers stay the doubles they are (0.010665000000000001
+is not 0.010665) in ECMAScript's notation (1.50e3 becomes 1500), a duplicate
+member keeps its last value in its first place, integer-like keys come
+first, a lone surrogate stays an escape. Blank lines, CRs before LF and a
+leading byte-order mark are dropped, as pi drops them. A file pi would
+silently damage (a line JSON.parse refuses, a torn last line, invalid UTF-8,
+a number beyond a double) or whose result the reference could not read
+anyway (a lone surrogate, too deep nesting) is refused with its line number
+and reason and left alone. Whether the reference can migrate the upgraded
+file is reported separately (file, line, reason).
 
-Per file, under the session lock <file>.lock: the new file is written to
-<file>.upgrade.<uuid>.tmp with the original's mode and owner and fsynced;
-the original is copied byte for byte to
+Per file, under the session lock <file>.lock (a file pi holds locked is
+waited for, up to --lock-timeout, after all the others): the new file is
+written to <file>.upgrade.<uuid>.tmp with the original's mode and owner and
+fsynced; the original is copied byte for byte to
 <tree>/.pisess/quarantine/<correlation id>/<rel path>.pre-upgrade and
 recorded in <tree>/.pisess/journal.jsonl; the file is checked unchanged and
-renamed over. pisess rollback <correlation id> restores the originals.
---dry-run reads and computes everything and writes nothing anywhere.`,
+renamed over, and the directory fsynced. pisess rollback <correlation id>
+restores the originals. --dry-run reads and computes everything and writes
+nothing anywhere.`,
 		Flags: []cli.Flag{
 			jsonFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "show what would be written (ids, roles, new header); write nothing"},

@@ -22,7 +22,12 @@ source equals the one over the frames; indexConsistent: index, frames and
 manifest agree), every invariant INV-001..INV-007, and pi's acceptance rules
 (directory and file types, private modes, the session owner, no symlink, no
 unindexed segment, no pending rollback). Sessions without a sidecar met in a
-tree are skipped; one named directly fails. Nothing is written or locked.`,
+tree are skipped; one named directly fails.
+
+A sidecar whose store is whole but whose source pi has written since is
+reported as stale ("pi will not use it until refreshed"), not as a failure:
+pi marks a sidecar dirty on every save and reads the source until pisess
+migrate refreshes it. Nothing is written or locked.`,
 		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {

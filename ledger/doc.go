@@ -35,6 +35,23 @@
 // every entry checked against the files it names), so a crash leaves the
 // old file or none, and costs work, never a wrong verdict.
 //
+// # The state files
+//
+// refused.json keeps each refused session with its file identity (device,
+// inode, size, modification and change times) and is written only when it
+// changes. fresh.json keeps, for each sidecar judged fresh, a digest of the
+// lstat metadata (inode, type and mode, links, owner, size, modification
+// and change times) of every file and directory of the sidecar and one of
+// the session file's, with what the status saw; a run that finds the same
+// digests skips the session with one fstatat per file, and its walk takes
+// the header's version from the entry instead of reading the session file
+// (freshcache.go says when a verdict may be kept). A system clock stepped
+// back by more than 2 s while a run plans is the one change it cannot see,
+// as racily-clean git cannot. refresh.json keeps what each installed
+// sidecar was built from (RefreshRecord; commands/engine's doc says how a
+// refresh uses it). Keys are tree-relative names; anything else is
+// dropped.
+//
 // # The tree journal
 //
 // One line per record, appended whole and fsynced. A record is either a

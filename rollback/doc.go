@@ -34,6 +34,25 @@
 //     sidecars it need not keep (pisess built them and the source still
 //     begins with their bytes), each after a synced journal note.
 //
+// A displaced sidecar is reproducible when its own ledger's completed
+// event belongs to the run the session's refresh record names for this
+// very store, or to a run the tree's journal knows (the record still
+// vouches after prune has dropped that run, and spares each run a read of
+// the whole journal), and the session file still begins with the bytes it
+// was built from. Which bytes those are is said by its source-state.json
+// fingerprint or, once pi has marked it dirty (which drops the
+// fingerprint: the everyday case), by the refresh record the run found
+// when that record is about this very store (same manifest inode, entry
+// count and chain); an incremental refresh has already proved the prefix
+// and does not hash it again. A copy not kept is removed while the run
+// goes on: its discarded note is made durable first (one journal sync for
+// the notes of all the sessions finished meanwhile), then the copy is
+// removed. The move of a displaced sidecar into the quarantine is made
+// durable at the end of the run, one sync per directory, and only for the
+// copies kept (a crash before leaves a copy at its backup name, where
+// rollback and fsck find it): a refresh through a copy costs the seal, the
+// journal's cutover record and the two renames' directory syncs.
+//
 // It touches the session's sidecar, its staging and backup siblings and
 // the tree's .pisess/ (through package ledger: the journal, the
 // quarantine), never the session file but for a rollback's restore of an

@@ -22,6 +22,100 @@
 //   - the end of a run: journals synced, displaced sidecars settled, the
 //     tree's state files saved (ledger).
 //
+// # The schedule
+//
+// Sessions go through a pipeline: --jobs N lets N sessions have their
+// source's first pass, N be staged (the source decoded on one goroutine
+// while the entries before are encoded, hashed and written on another)
+// and the rest be read back, verified and installed (the seal, the journal
+// sync, the rename: mostly waiting on the disk), so that even --jobs 1
+// keeps two CPUs busy. At most N sessions are staged at once, and a
+// session waits for a staging place before the next one's first pass
+// starts. N more reading places are for small refreshes in place (a
+// sidecar of at most lightEntries entries whose session gained at most
+// lightAppended bytes: each holds under 8 MB), so that a steady cron
+// refresh reads two sessions at once even at --jobs 1; one that turns out
+// to need a full rebuild waits for a full place first. A session whose
+// lock pi holds gives its place up while it waits (aside.go), so the
+// sessions after it go on meanwhile.
+//
+// # The seal
+//
+// A staging store is written without a single fsync: it is invisible to
+// pi until its rename. It is sealed by one syncfs (durable's seal: an
+// fsync of each file elsewhere than Linux), which concurrent sessions
+// share (a seal lingers sealLinger for others to join). Once sealed, its
+// segments and index are dropped from the page cache (durable's
+// DropCached, posix_fadvise POSIX_FADV_DONTNEED, on Linux): verification
+// has read them back and the next to read them is pi, later, so migrating
+// a tree does not push out of the cache what the machine was using, and
+// the next session's files are written into the pages just given back. A
+// migrated session costs three sync calls: the seal, the journal's
+// cutover record, and the directory after the rename; the journal's
+// progress records ride on them and on one sync at the end of the run.
+//
+// # The three refresh paths
+//
+// pi only appends whole lines to a session and marks its sidecar dirty
+// when it does (FORMAT.md §8). The refresh record of a sidecar
+// (ledger.RefreshRecord, in .pisess/refresh.json, written after each
+// install) keeps the source's length, SHA-256, SHA-256 state and XXH3-128
+// of the bytes the sidecar was built from, and the store's entry count,
+// chain, index digest and its SHA-256 state, manifest inode and manifest
+// digest: data, never an address. When it shows that the session still
+// begins with exactly those bytes (one read of the prefix for its XXH3;
+// the SHA-256 of the whole file goes on from the recorded state over the
+// new bytes only), followed by whole new lines, the sidecar is continued
+// in place (refresh_inplace.go), under the session lock and the store's
+// store.mutation.lock:
+//
+//  1. its frames are CRC-checked against their index rows, not parsed
+//     (the record vouches for the manifest and the index), on a goroutine
+//     of their own while the rows are read — or not read at all when the
+//     fresh cache vouches for the sidecar frame for frame (a refresh in
+//     place wrote and checked it, on a file system whose change times show
+//     every later change, and every one of its files is as it left them):
+//     the index rows are then read for their ids only, their digest going
+//     on from the record's indexSha256State;
+//  2. every new entry is read and checked (and the next session's reading
+//     begins);
+//  3. the journal records the cutover (cutover_commit, an installed note
+//     naming the sidecar) and that the sidecar as it was is not kept (a
+//     discarded note: the session file holds its entries), and the sidecar
+//     is marked dirty: from here to the end pi reads the session file;
+//  4. the new frames are appended to the last segment (or new ones), the
+//     index rows appended, the manifest replaced through tmp/ and the
+//     store's ledger rewritten in place (as the reference writes ledgers),
+//     then verified (the new frames read back against the source's
+//     entries, the manifest, the acceptance rules);
+//  5. one shared syncfs seals it all, which also writes back the run's
+//     journal records when the journal is on the same file system (else
+//     the journal is fsynced), and a clean source-state.json commits it.
+//
+// One seal per session, no copy, nothing to discard. A power loss may keep
+// some of the new bytes and lose the journal records or the dirty mark:
+// the sidecar is then dirty, or stale by its fingerprint (the session
+// grew), never clean, and the next run rebuilds it. New entries that
+// branch from an earlier entry (whose branch count only the old frames
+// hold), more than writers.MaxInPlaceBytes of new payloads, a store
+// mutation lock that stays held, or --keep-displaced make the refresh go
+// through a staging copy instead (refresh_incremental.go: the old store
+// copied into a staging directory, each frame CRC-checked, then the same
+// appends, verification and an ordinary cutover). Anything else — a record
+// missing or not matching, a changed prefix, a torn last line, a damaged
+// old store, a new entry that refers forward — is a full rebuild. Each
+// path writes the store byte for byte as a full rebuild does (tested on
+// every vector set, in place and through a copy).
+//
+// # Interrupts
+//
+// A session interrupted by SIGINT or SIGTERM is journaled as a failed
+// event with outcome recoverable_error and error class io_failure: the
+// ledger's contract has four error classes and no "cancelled"; io_failure
+// with a recoverable outcome is the one that says "the run stopped for a
+// reason outside the data, run it again", where integrity_mismatch or
+// atomicity_violation would claim damage that is not there.
+//
 // Everything else is a library it calls: ledger (.pisess/: journal, tree
 // lock, quarantine, runs, prune, state files), verify (checks, fsck's
 // findings, the fresh cache's verdicts), rollback (cutover, rollback, fsck's

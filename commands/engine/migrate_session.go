@@ -286,8 +286,8 @@ func (x *session) failed(res SessionResult, class wire.ErrorClass, v wire.Verifi
 	if canceled {
 		// An interrupt is not damage: the contract has no "cancelled"
 		// class, and io_failure with a recoverable outcome is the one
-		// that says "the run stopped, run it again" (README: Exit
-		// statuses); the session report says canceled.
+		// that says "the run stopped, run it again" (doc.go:
+		// Interrupts); the session report says canceled.
 		class = wire.ErrorClassIOFailure
 	}
 	outcome := wire.OutcomeFatalError

@@ -119,6 +119,22 @@ var families = []family{
 	{QuarantineBytes, "Bytes held in the tree's quarantine (.pisess/quarantine/).", []string{LabelCommand, LabelTree}},
 }
 
+// Family is one metric as the file declares it: its name, its HELP text
+// and its labels. The man page lists them from Families.
+type Family struct {
+	Name, Help string
+	Labels     []string
+}
+
+// Families are the metrics Write writes, in the file's order.
+func Families() []Family {
+	out := make([]Family, len(families))
+	for i, f := range families {
+		out[i] = Family{Name: f.name, Help: f.help, Labels: append([]string(nil), f.labels...)}
+	}
+	return out
+}
+
 // Write replaces the metrics file at path with the series of run and
 // trees, and those of other commands found in the file it replaces. When
 // the run did not succeed, its last success time is carried over from

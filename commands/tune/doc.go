@@ -18,15 +18,20 @@
 //     a million entries 3.5× slower, a fixed 128 MiB let large runs grow to
 //     140 MB; against a 44 MiB floor, a steady refresh of 2,000 sessions
 //     (18 MB live) took ~2,000 fewer page faults and ~5% less CPU (50850a2).
-//     TestLimitFor pins the rule.
+//     TestLimitFor pins the rule. With both, a run over ordinary sessions
+//     stays within ~55 MB of RSS, the migration of one session of a
+//     million entries (~30 MB live at its peak) within ~65 MB, and verify
+//     of that session (~50 MB live) within ~85 MB.
 //   - Transparent huge pages for the heap's first 32 MiB
 //     (hugepages_linux.go; migrate, fsck, verify, build and upgrade only;
 //     PISESS_HUGE_PAGES=off turns it off): a steady refresh, median of 9
 //     alternating runs, 0.44 → 0.39 s wall and 0.58 → 0.47 s CPU, ~7,000 →
 //     ~1,900 page faults, for +8 MB of RSS there and +1 MB for a million
-//     entries (dad347a); status, whose heap stays small, paid ~6 ms for the
-//     advice and is not advised (56c52ec). TestAdviseHeapHugePages asks the
-//     kernel where the advised range is and that the heap reuses it.
+//     entries (dad347a), and ~5 ms at the start (a collection that frees
+//     the slice that mapped the advised memory); status, whose heap stays
+//     small, paid ~6 ms for the advice and is not advised (56c52ec).
+//     TestAdviseHeapHugePages asks the kernel where the advised range is
+//     and that the heap reuses it.
 //   - One P more than the runtime's default during a migration, the
 //     default while a session of 16 MiB or more is read or staged
 //     (procs.go; not when GOMAXPROCS is set): a steady refresh, medians of

@@ -24,7 +24,7 @@ var hashBlocks = bufpool.NewBytes(hashBlock)
 // the SHA-256's state after them (crypto/sha256's MarshalBinary, whose
 // form the standard library keeps across versions), and XXH3 their 128-bit
 // XXH3, a hash twenty times faster than SHA-256 that proves them unchanged
-// (against accidents: see README, Security).
+// (against accidents: see pisess(1), SECURITY, in commands/manual.go).
 type PrefixHash struct {
 	SHA256State []byte
 	XXH3        [16]byte

@@ -64,5 +64,13 @@
 // fallbacks those build on. flock, fchown and the rest are the same
 // everywhere. A Linux build with -tags portable uses the fallbacks, so
 // that the tests and the crash harness run on Linux the code macOS runs.
-// [FileStat] is a file's status in one form on every system.
+// [FileStat] is a file's status in one form on every system (the BSDs'
+// 32-bit st_dev sign-extended, as the reference does, and st_ctimespec).
+// The seal of a staging store is one syncfs on Linux and elsewhere an
+// fsync (F_FULLFSYNC on macOS) of each of its files and directories; the
+// pages of a sealed store are dropped from the page cache on Linux only
+// (posix_fadvise), left to the kernel elsewhere; a rename that must not
+// replace is, in the POSIX fallback, link then unlink for a file and a
+// rename onto nothing for a directory. The README's platform table, as
+// issue 37 left it, is this paragraph.
 package durable

@@ -50,7 +50,10 @@
 // once, with its last value in its first place, integer-like keys first,
 // strings escaped as JSON.stringify does (a lone surrogate written back as
 // its \u escape). TestUpgradeWritesPisOwnRewrite compares the result byte
-// for byte with the real pi's rewrite (ids aside).
+// for byte with the real pi's rewrite (ids aside), on generated legacy
+// files (fixtures/legacy: every rule of pi's v1 → v2 → v3 migration,
+// numbers of every notation, duplicates, white space, line endings, BOM)
+// and on the real pi's own sessions relabelled as version 2.
 //
 // # Lines pi would drop, and what pisess does with them
 //
