@@ -113,8 +113,11 @@ INSTALL        ?= install
 # Generated files, beside the binary.
 GENDIR          = $(dir $(BIN))install
 UNITS          := pisess.service pisess.timer pisess-prune.service pisess-prune.timer
+# The machine interface the man page's SEE ALSO names, and its schemas.
+DOCS           := json.md report.v1.schema.json progress.v1.schema.json
 INSTALLED       = $(BINDIR)/pisess $(MANDIR)/man1/pisess.1 $(BASHCOMPDIR)/pisess $(ZSHCOMPDIR)/_pisess \
-                  $(FISHCOMPDIR)/pisess.fish $(DOCDIR)/examples/cron.d/pisess $(addprefix $(SYSTEMDUNITDIR)/,$(UNITS))
+                  $(FISHCOMPDIR)/pisess.fish $(DOCDIR)/examples/cron.d/pisess $(addprefix $(SYSTEMDUNITDIR)/,$(UNITS)) \
+                  $(addprefix $(DOCDIR)/,$(DOCS))
 
 install: build
 	rm -rf $(GENDIR) && mkdir -p $(GENDIR)
@@ -135,6 +138,7 @@ install: build
 	$(INSTALL) -m 0644 $(GENDIR)/pisess.fish $(DESTDIR)$(FISHCOMPDIR)/pisess.fish
 	$(INSTALL) -m 0644 $(GENDIR)/pisess.cron $(DESTDIR)$(DOCDIR)/examples/cron.d/pisess
 	$(INSTALL) -m 0644 $(addprefix $(GENDIR)/,$(UNITS)) $(DESTDIR)$(SYSTEMDUNITDIR)
+	$(INSTALL) -m 0644 docs/json.md commands/report.v1.schema.json commands/progress.v1.schema.json $(DESTDIR)$(DOCDIR)
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))

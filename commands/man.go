@@ -163,7 +163,8 @@ func manPage(app *cli.App) string {
 
 	m.section("SEE ALSO")
 	m.text("pisess COMMAND --help; pisess completion bash|zsh|fish; the README of pisess; its " +
-		"docs/json.md (the machine interface: pisess.report.v1 and pisess.progress.v1).")
+		"docs/json.md, installed in the documentation directory (e.g. /usr/local/share/doc/pisess/json.md) " +
+		"beside the JSON Schemas it describes (the machine interface: pisess.report.v1 and pisess.progress.v1).")
 	return m.String()
 }
 
