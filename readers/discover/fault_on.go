@@ -31,9 +31,17 @@ type faultRule struct {
 	err         syscall.Errno
 }
 
-var faultRules = sync.OnceValue(func() []faultRule {
+// faultRules parses PISESS_SOURCE_FAULT, once per value it takes (tests
+// running pisess in their own process change it between runs).
+func faultRules() []faultRule {
+	spec := os.Getenv(envSourceFault)
+	parsed.Lock()
+	defer parsed.Unlock()
+	if rules, ok := parsed.rules[spec]; ok {
+		return rules
+	}
 	var rules []faultRule
-	for _, item := range strings.Split(os.Getenv(envSourceFault), ",") {
+	for _, item := range strings.Split(spec, ",") {
 		if item = strings.TrimSpace(item); item == "" {
 			continue
 		}
@@ -43,8 +51,15 @@ var faultRules = sync.OnceValue(func() []faultRule {
 		}
 		rules = append(rules, faultRule{op: parts[0], pattern: parts[1], err: faultErrnos[parts[2]]})
 	}
+	parsed.rules[spec] = rules
 	return rules
-})
+}
+
+// parsed holds the rules of each value of the variable seen.
+var parsed = struct {
+	sync.Mutex
+	rules map[string][]faultRule
+}{rules: map[string][]faultRule{}}
 
 // sourceFault returns the errno armed for op on path, or nil.
 func sourceFault(op, path string) error {
