@@ -121,6 +121,13 @@ const (
 	ClassSpecialFile      Class = "special_file" // not a regular file (FIFO, device, directory)
 	ClassBadSequence      Class = "bad_sequence" // SQLite entry seq not contiguous from 1
 	ClassBadSchema        Class = "bad_schema"   // SQLite tables or columns are not pi's
+	// ClassFrameTooLarge: an entry whose frame does not fit a segment of
+	// the reference's size (64 MiB): its migration refuses the session.
+	ClassFrameTooLarge Class = "frame_too_large"
+	// ClassNameTooLong: the session's file name is so long that the names
+	// the reference derives from it (<stem>.v2.staging.<uuid>) exceed the
+	// file system's limit on a name: it cannot migrate the session either.
+	ClassNameTooLong Class = "name_too_long"
 )
 
 // Transient reports whether a problem of class c says something about

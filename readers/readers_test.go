@@ -14,7 +14,8 @@ func TestTransientClasses(t *testing.T) {
 	for _, c := range []Class{ClassEmptyFile, ClassBadHeader, ClassUnsupportedVer, ClassMalformedJSON, ClassInvalidUTF8,
 		ClassLoneSurrogate, ClassUnknownType, ClassUnknownRole, ClassBadEntry, ClassBadEntryID, ClassDuplicateID,
 		ClassMissingParent, ClassParentCycle, ClassTornLine, ClassLineTooLong, ClassNondeterministic, ClassBadSessionID,
-		ClassIO, ClassLocked, ClassCorrupt, ClassSymlink, ClassSpecialFile, ClassBadSequence, ClassBadSchema} {
+		ClassIO, ClassLocked, ClassCorrupt, ClassSymlink, ClassSpecialFile, ClassBadSequence, ClassBadSchema,
+		ClassFrameTooLarge, ClassNameTooLong} {
 		if c.Transient() != transient[c] {
 			t.Errorf("%s.Transient() = %t", c, c.Transient())
 		}

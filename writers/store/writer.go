@@ -356,10 +356,10 @@ func (w *Writer) checkEntry(entryID, parentID, entryType string, payload []byte)
 
 func (w *Writer) checkLength(n int) error {
 	if n > wire.MaxFrameBytes {
-		return fmt.Errorf("frame line of %d bytes exceeds the %d-byte frame limit: %w", n, wire.MaxFrameBytes, ErrTooLarge)
+		return &FrameTooLargeError{Bytes: n, Limit: wire.MaxFrameBytes, Kind: "frame"}
 	}
 	if int64(n) > w.max {
-		return fmt.Errorf("frame line of %d bytes exceeds the %d-byte segment limit: %w", n, w.max, ErrTooLarge)
+		return &FrameTooLargeError{Bytes: n, Limit: w.max, Kind: "segment"}
 	}
 	return nil
 }
