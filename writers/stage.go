@@ -126,13 +126,7 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 			digest.Add(e.ID, e.ParentID, e.Type)
 			row, err := w.Append(e.ID, e.ParentID, e.Type, e.Payload)
 			if err != nil {
-				var big *store.FrameTooLargeError
-				if errors.As(err, &big) && big.Bytes > wire.MaxSegmentBytes {
-					err = &readers.RefusedError{Path: opt.SourcePath, Line: e.Position, Class: readers.ClassFrameTooLarge, Err: err, Reason: fmt.Sprintf(
-						"entry %s makes a frame of %d bytes, more than the reference's %d-byte segment: its migration refuses the session, and pi keeps it on its JSONL",
-						e.ID, big.Bytes, wire.MaxSegmentBytes)}
-				}
-				return StageResult{}, fmt.Errorf("stage %s: entry %d (%s): %w", dir, e.Position, e.ID, err)
+				return StageResult{}, fmt.Errorf("stage %s: entry %d (%s): %w", dir, e.Position, e.ID, frameRefusal(err, e, opt.SourcePath))
 			}
 			if opt.Progress != nil {
 				opt.Progress(int64(row.ByteLength))
@@ -156,6 +150,23 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 	}
 	st.EntryDigest = digest.Sum()
 	return st, nil
+}
+
+// frameRefusal returns err, an Append's, as the reference's refusal of the
+// session when it is a frame over the reference's segment size (see Stage),
+// else err itself.
+func frameRefusal(err error, e readers.Entry, sourcePath string) error {
+	var big *store.FrameTooLargeError
+	if !errors.As(err, &big) || big.Bytes <= wire.MaxSegmentBytes {
+		return err
+	}
+	size := fmt.Sprintf("%d bytes", big.Bytes)
+	if big.AtLeast {
+		size = "more than " + size
+	}
+	return &readers.RefusedError{Path: sourcePath, Line: e.Position, Class: readers.ClassFrameTooLarge, Err: err, Reason: fmt.Sprintf(
+		"entry %s makes a frame of %s, more than the reference's %d-byte segment: its migration refuses the session, and pi keeps it on its JSONL",
+		e.ID, size, wire.MaxSegmentBytes)}
 }
 
 // finish writes the manifest, the events and the source state, and seals.

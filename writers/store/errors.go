@@ -41,9 +41,15 @@ type FrameTooLargeError struct {
 	Bytes int   // the frame line's length
 	Limit int64 // the limit it is over
 	Kind  string
+	// AtLeast: Bytes is the payload's length, before the frame is made
+	// (Writer.Appendable): the frame line is longer still.
+	AtLeast bool
 }
 
 func (e *FrameTooLargeError) Error() string {
+	if e.AtLeast {
+		return fmt.Sprintf("frame line of more than %d bytes exceeds the %d-byte %s limit: %v", e.Bytes, e.Limit, e.Kind, ErrTooLarge)
+	}
 	return fmt.Sprintf("frame line of %d bytes exceeds the %d-byte %s limit: %v", e.Bytes, e.Limit, e.Kind, ErrTooLarge)
 }
 
