@@ -30,10 +30,11 @@
 //	writers/upgrade    | the explicit v1/v2 → v3 rewrite of old JSONL sessions                           | readers/normalize readers/payload readers writers/jsjson writers/durable writers/wire
 //	readers/discover   | walk a tree; pair sessions with sidecars and leftovers; open the right Source  | readers/jsonl readers/sqlitev1 readers writers/durable writers/wire
 //	readers/nativev2   | a V2 store as a source                                                         | readers/payload readers writers/store writers/wire
-//	readers/sqlitev1   | pi's SQLite sessions                                                           | readers/normalize readers/payload readers
+//	readers/sqlitev1   | pi's SQLite sessions                                                           | readers/normalize readers/payload readers/privtmp readers
 //	readers/jsonl      | pi's JSONL sessions, streaming, every error with its line                     | readers/normalize readers/payload readers writers/bufpool writers/wire
 //	readers/normalize  | the normalized entry stream: ids, links, canonical payloads                     | readers/payload readers writers/bufpool writers/idgraph writers/wire
 //	readers/payload    | the reference's typed entry model: accept or refuse one entry                  | readers writers/wire
+//	readers/privtmp    | pisess's private temporary directories (SQLite copies, dry runs); dead ones swept | -
 //	readers            | the model: Header, Entry, SourceFormat, Source, *RefusedError                  | -
 //	writers/store      | a store on disk: layout, frame scanner, appender, check, repair primitives     | writers/bufpool writers/durable writers/idgraph writers/wire
 //	writers/jsjson     | the JavaScript JSON dialect upgrade writes                                     | writers/wire

@@ -89,7 +89,7 @@ func stageAppend(ctx context.Context, base string, open OpenAppended, dir string
 		}
 		row, err := w.Append(e.ID, e.ParentID, e.Type, e.Payload)
 		if err != nil {
-			return AppendResult{}, fmt.Errorf("stage %s: entry %d (%s): %w", dir, e.Position, e.ID, err)
+			return AppendResult{}, fmt.Errorf("stage %s: entry %d (%s): %w", dir, e.Position, e.ID, frameRefusal(err, e, opt.SourcePath))
 		}
 		res.Appended = append(res.Appended, AppendedEntry{ID: e.ID, ParentID: e.ParentID, Type: e.Type, PayloadSHA256: wire.PayloadSHA256(e.Payload)})
 		if opt.Progress != nil {
