@@ -177,6 +177,27 @@ func AsVerdict(err error) *RefusedError {
 	return nil
 }
 
+// FrameTooLarge is the reference's refusal of a session one of whose
+// entries (at line, id) makes a frame of frame bytes ("more than n bytes"
+// when only a bound is known), over its segment of limit bytes. The
+// writer's and fsck's checks word it once, so that migrate and fsck give
+// the same reason.
+func FrameTooLarge(path string, line int64, id, frame string, limit int64, err error) *RefusedError {
+	return &RefusedError{Path: path, Line: line, Class: ClassFrameTooLarge, Err: err, Reason: fmt.Sprintf(
+		"entry %s makes a frame of %s, more than the reference's %d-byte segment: its migration refuses the session, and pi keeps it on its JSONL",
+		id, frame, limit)}
+}
+
+// NameTooLong is the refusal of a session whose staging directory, named
+// sidecar+".staging.<id>" (name bytes in all), is a name longer than the
+// file system allows.
+func NameTooLong(path, sidecar string, name int, err error) *RefusedError {
+	return &RefusedError{Path: path, Class: ClassNameTooLong, Err: err, Reason: fmt.Sprintf(
+		"its staging directory %s.staging.<id> is a name of %d bytes, more than the file system allows: "+
+			"the reference names its staging directory so too and cannot migrate the session; a shorter file name can",
+		sidecar, name)}
+}
+
 // AsRefused returns the RefusedError in err's chain, or nil.
 func AsRefused(err error) *RefusedError {
 	var r *RefusedError

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -105,9 +106,9 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 	w, err := store.Create(dir, so)
 	if err != nil {
 		if errors.Is(err, syscall.ENAMETOOLONG) {
-			err = &readers.RefusedError{Path: opt.SourcePath, Class: readers.ClassNameTooLong, Err: err, Reason: fmt.Sprintf(
-				"the staging directory %s is a name of %d bytes, more than the file system allows: the reference names its staging directory so too and cannot migrate the session; a shorter file name can",
-				filepath.Base(dir), len(filepath.Base(dir)))}
+			name := filepath.Base(dir)
+			sidecar, _, _ := strings.Cut(name, ".staging.")
+			err = readers.NameTooLong(opt.SourcePath, sidecar, len(name), err)
 		}
 		return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
 	}
@@ -164,9 +165,7 @@ func frameRefusal(err error, e readers.Entry, sourcePath string) error {
 	if big.AtLeast {
 		size = "more than " + size
 	}
-	return &readers.RefusedError{Path: sourcePath, Line: e.Position, Class: readers.ClassFrameTooLarge, Err: err, Reason: fmt.Sprintf(
-		"entry %s makes a frame of %s, more than the reference's %d-byte segment: its migration refuses the session, and pi keeps it on its JSONL",
-		e.ID, size, wire.MaxSegmentBytes)}
+	return readers.FrameTooLarge(sourcePath, e.Position, e.ID, size, wire.MaxSegmentBytes, err)
 }
 
 // finish writes the manifest, the events and the source state, and seals.

@@ -39,6 +39,9 @@ type plan struct {
 	// refusal is the planned refusal when discovery's Refusal is nil (a
 	// header version other than 3), so that the report names its line.
 	refusal *readers.RefusedError
+	// failure, when set, is the session's failure found while planning
+	// (its status could not be taken): nothing is read or written.
+	failure *ErrorInfo
 }
 
 const sqliteNote = "pi's resume reads sidecars of JSONL sessions only: this sidecar is for pisess and future readers"
@@ -55,10 +58,14 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 	case s.Refusal != nil:
 		p.action, p.reason = PlanRefuse, s.Refusal.Reason
 		return p
+	case s.ReadError != nil:
+		return unreadHeader(s, p, s.ReadError)
 	case s.Format == readers.FormatJSONLv3 && s.Version != 3:
-		p.action = PlanRefuse
-		p.refusal = legacyRefusal(s)
-		p.reason = p.refusal.Reason
+		r := legacyRefusal(s)
+		if r.Transient() {
+			return unreadHeader(s, p, r)
+		}
+		p.action, p.refusal, p.reason = PlanRefuse, r, r.Reason
 		return p
 	case s.SidecarIsSymlink:
 		p.action, p.reason = PlanNeedsRepair, "the sidecar is a symlink: pi can never open it; fsck --repair quarantines it"
@@ -85,9 +92,13 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 	}
 	st, err := fc.Status(s)
 	if err != nil {
-		p.action, p.reason = PlanNeedsRepair, "status: "+err.Error()
+		// A status that cannot be taken (an lstat or open that failed)
+		// says nothing about the sidecar: a failure of this run, tried
+		// again by the next, never advice to repair (issue 32 §2).
+		p.action, p.reason = PlanRefresh, "the sidecar's status could not be read"
+		p.failure = &ErrorInfo{Class: string(wire.ErrorClassIOFailure), Message: "status: " + err.Error()}
 		if force {
-			p.action, p.reason = PlanRefresh, "status could not be read; rebuilt from the source (--force)"
+			p.reason, p.failure = "status could not be read; rebuilt from the source (--force)", nil
 		}
 		return p
 	}
@@ -129,6 +140,20 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 	return p
 }
 
+// unreadHeader plans a session whose header could not be read (EACCES,
+// EMFILE, EIO: a readers.Class.Transient error): its version is unknown,
+// so no refusal can be read from it, and nothing is known of its sidecar's
+// freshness. It is a failure of this run, counted, and read again by the
+// next (issue 32 §2), never a refusal.
+func unreadHeader(s discover.Session, p plan, r *readers.RefusedError) plan {
+	p.action, p.reason = PlanMigrate, "its header could not be read"
+	if s.Sidecar != "" {
+		p.action = PlanRefresh
+	}
+	p.failure = &ErrorInfo{Class: string(wire.ErrorClassIOFailure), Message: r.Error(), Line: r.Line}
+	return p
+}
+
 // onlyInvalidSourceState reports whether the only findings are an invalid
 // source-state.json: a store otherwise sound.
 func onlyInvalidSourceState(list []verify.Finding) bool {
@@ -161,7 +186,7 @@ func (p plan) runs() bool {
 	case PlanSkip, PlanNeedsRepair, PlanRefuse:
 		return false
 	}
-	return true
+	return p.failure == nil
 }
 
 // decided returns the result of a session whose plan is its result (skip,
@@ -171,6 +196,11 @@ func decided(s discover.Session, p plan) (SessionResult, bool) {
 		return SessionResult{}, false
 	}
 	res := planned(s, p)
+	switch {
+	case p.failure != nil:
+		res.Outcome, res.Error = OutcomeFailed, p.failure
+		return res, true
+	}
 	switch p.action {
 	case PlanSkip:
 		res.Outcome = OutcomeSkipped
@@ -351,13 +381,13 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		defer os.RemoveAll(tmp)
 		stagingParent = tmp
 	}
-	staging := filepath.Join(stagingParent, filepath.Base(x.sidecar)+".staging."+strings.ReplaceAll(uuid.NewString(), "-", ""))
+	staging := filepath.Join(stagingParent, filepath.Base(rollback.StagingPath(x.sidecar, x.migrationID)))
 	keep := false
 	defer func() {
 		if !keep {
 			// A staging directory is pisess's own partial output,
 			// invisible to pi by its name: nothing of the user's is in it.
-			_ = os.RemoveAll(staging)
+			env.removeStaging(staging)
 		}
 	}()
 
@@ -386,7 +416,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	// invisible to pi until then (issue 14).
 	sops := env.Ops
 	sops.DeferSync = true
-	st, err := writers.Stage(ctx, src, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, Verified: true})
+	st, err := writers.Stage(ctx, src, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, Verified: true, SourcePath: s.Path})
 	rec := verify.Staged{HeaderID: src.Header().ID, SourceFormat: src.Header().Format,
 		Entries: st.Entries, ChainHash: st.ChainHash, EntryDigest: st.EntryDigest}
 	if err == nil {
@@ -595,16 +625,23 @@ func sameFingerprint(a, b wire.SourceFingerprint) bool {
 	return a.FileIdentity == nil || *a.FileIdentity == *b.FileIdentity
 }
 
-// refusedOrFailed turns a reader refusal into a refused result (recorded
-// as a failed event: the run cannot migrate the session) and anything else
-// into a failure.
+// refusedOrFailed turns the reference's verdict on the session's bytes
+// into a refused result (recorded as a failed event: the run cannot
+// migrate the session) and anything else into a failure of this run: an
+// I/O or resource error, or a lock another process holds, even when a
+// reader reported it as a *readers.RefusedError (readers.AsVerdict), is
+// counted and tried again by the next run, never remembered (issue 32 §2).
 func (x *session) refusedOrFailed(res SessionResult, err error) SessionResult {
-	if r := readers.AsRefused(err); r != nil {
-		_ = x.journal(x.event(wire.PhaseFailed, wire.Verification{}, wire.OutcomeFatalError, wire.ErrorClassIntegrityMismatch))
+	if r := readers.AsVerdict(err); r != nil {
 		res.Outcome = OutcomeRefused
 		res.Action = PlanRefuse
 		res.Reason = r.Reason
 		res.Error = refusedInfo(r, r.Reason)
+		if jerr := x.journal(x.event(wire.PhaseFailed, wire.Verification{}, wire.OutcomeFatalError, wire.ErrorClassIntegrityMismatch)); jerr != nil {
+			// The refusal stands; the journal that could not say so is a
+			// failure of the run.
+			return fail(res, string(wire.ErrorClassIOFailure), fmt.Errorf("%s (and %w)", r.Error(), jerr))
+		}
 		return res
 	}
 	return x.failed(res, wire.ErrorClassIOFailure, wire.Verification{}, err)
@@ -623,7 +660,8 @@ func firstFindings(list []verify.Finding, n int) string {
 }
 
 // legacyRefusal says why the reference will not migrate a JSONL session
-// whose header is not a plain version 3, and whether `pisess upgrade` can
+// whose header is not a plain version 3 (or returns the transient error
+// that kept it from reading the header), and whether `pisess upgrade` can
 // help: only when pi itself reads the file as version 1 or 2 (pi's rule:
 // the last "version" member, `version ?? 1`, below 3) does pi rewrite it,
 // and so can the upgrade. The reason is the reference's own (a duplicate
@@ -635,6 +673,9 @@ func legacyRefusal(s discover.Session) *readers.RefusedError {
 	}
 	if _, _, err := jsonl.Sniff(s.Path); err != nil {
 		if r := readers.AsRefused(err); r != nil {
+			if r.Transient() {
+				return r // no verdict: the header could not be read now
+			}
 			class, reason = r.Class, r.Reason
 		}
 	}

@@ -75,7 +75,7 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec led
 	sops.DeferSync = true // sealed once below
 	var names []string    // the vouched names, for the verification
 	ar, err := writers.AppendInPlace(ctx, x.sidecar, x.openAppended(rec, sum, &src), writers.InPlaceOptions{
-		StageOptions: writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops}, Prepare: prepare,
+		StageOptions: writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, SourcePath: x.s.Path}, Prepare: prepare,
 		Vouched: func() ([]string, bool) {
 			var ok bool
 			names, ok = env.Fresh.FramesVouched(s)
