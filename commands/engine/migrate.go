@@ -210,6 +210,10 @@ type Env struct {
 	// waitAside, when set (fsck's rebuilds), runs a wait for a lock
 	// without the session's place in its caller's pool.
 	waitAside func(wait func())
+	// sessionLocked says the caller holds the session lock for the whole
+	// build (fsck --repair holds it from its check to its rebuild): the
+	// build takes none.
+	sessionLocked bool
 	// onOpened, when set (a test's seams.opened), is called with the
 	// session's path when its source has had its first pass.
 	onOpened func(path string)

@@ -110,6 +110,12 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 	switch st.Class {
 	case verify.ClassMigrated:
 		p.action, p.reason = PlanSkip, "the sidecar is fresh"
+		if len(st.Findings) > 0 {
+			// Fresh, and pi opens it, but broken where pi's next change
+			// to it would fail (a mutation lock or ledger of the wrong
+			// type, an empty ledger): not a sidecar to skip.
+			p.action, p.reason = PlanNeedsRepair, "the sidecar is fresh"+first+": pisess fsck --repair rebuilds it"
+		}
 		if force {
 			p.action, p.reason = PlanRefresh, "the sidecar is fresh; rebuilt anyway (--force)"
 		}
@@ -343,7 +349,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	if err := x.progress(x.event(wire.PhasePlanned, none, wire.OutcomeOK, "")); err != nil {
 		return fail(res, "operational", err)
 	}
-	if !env.DryRun {
+	if !env.DryRun && !env.sessionLocked {
 		lock, err := lockAside(ctx, env.Ops, s.Lock, env.LockTimeout, env.aside)
 		if errors.Is(err, durable.ErrLockTimeout) {
 			res.Outcome = OutcomeBusy
@@ -457,8 +463,11 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	res.Verification = &VerificationInfo{EntryCountMatch: v.EntryCountMatch, HashChainMatch: v.HashChainMatch, IndexConsistent: v.IndexConsistent}
 	if err != nil {
 		if errors.Is(err, verify.ErrNotVerified) {
-			_ = x.journal(x.event(wire.PhaseIntegrityCheck, v, wire.OutcomeFatalError, wire.ErrorClassIntegrityMismatch))
-			return x.failed(res, wire.ErrorClassIntegrityMismatch, v, fmt.Errorf("%w: %s", err, firstFindings(vrep.Findings, 3)))
+			err = fmt.Errorf("%w: %s", err, firstFindings(vrep.Findings, 3))
+			if jerr := x.journal(x.event(wire.PhaseIntegrityCheck, v, wire.OutcomeFatalError, wire.ErrorClassIntegrityMismatch)); jerr != nil {
+				err = fmt.Errorf("%w (and %v)", err, jerr)
+			}
+			return x.failed(res, wire.ErrorClassIntegrityMismatch, v, err)
 		}
 		return x.refusedOrFailed(res, err)
 	}
@@ -520,6 +529,7 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 		if _, statErr := os.Lstat(staging); statErr != nil {
 			*installed = true // renamed into place: nothing to clean
 		}
+		res.Displaced = cut.Displaced // where the old sidecar is kept, if it was moved
 		return x.failed(res, wire.ErrorClassAtomicityViolation, v, fmt.Errorf("cutover: %w", err))
 	}
 	*installed = true
@@ -537,7 +547,10 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 		res.Notes = append(res.Notes, cut.Warning)
 	}
 	if err := x.progress(x.event(wire.PhaseCompleted, v, wire.OutcomeOK, "")); err != nil {
-		res.Notes = append(res.Notes, "installed, but "+err.Error())
+		// The journal holds the cutover's intent without its outcome: the
+		// next run reads it as unfinished, and a rollback of this run
+		// cannot tell what it did. Not a session to report done.
+		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("the sidecar is installed, but %w", err))
 	}
 	durable.Failpoint(fpAfterCompleted)
 	res.Outcome = OutcomeDone
