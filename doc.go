@@ -17,7 +17,7 @@
 //	package            | holds                                                                          | may import
 //	main               | the process: knobs first, a signal-cancelled context, os.Exit(commands.Main)   | commands
 //	commands           | the urfave/cli app: flags → options → one engine call → text or --json; exit  | commands/engine commands/metrics commands/tune ledger readers/discover verify writers/upgrade writers/wire
-//	commands/engine    | orchestration: plan, schedule (jobs, places, lock waits), the per-session flow | commands/tune rollback verify ledger writers writers/upgrade readers/discover readers/jsonl readers/normalize readers writers/store writers/durable writers/wire
+//	commands/engine    | orchestration: plan, schedule (jobs, places, lock waits), the per-session flow | commands/tune rollback verify ledger writers writers/upgrade readers/discover readers/jsonl readers/normalize readers/privtmp readers writers/store writers/durable writers/wire
 //	commands/tune      | the runtime knobs, each with the measurement that keeps it                     | -
 //	commands/metrics   | the --metrics-file document: Prometheus text format, written atomically        | -
 //	scripts/testprogress | make test's progress over go test -json for the crash harness              | -

@@ -16,6 +16,7 @@ import (
 	"pisess/readers/discover"
 	"pisess/readers/jsonl"
 	"pisess/readers/normalize"
+	"pisess/readers/privtmp"
 	"pisess/rollback"
 	"pisess/verify"
 	"pisess/writers"
@@ -380,12 +381,19 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	}
 	stagingParent := filepath.Dir(x.sidecar)
 	if env.DryRun {
-		tmp, err := os.MkdirTemp("", "pisess-dry-run-")
+		// A private directory of the run's own, flocked while it is used:
+		// one a killed dry run leaves is removed by the next pisess
+		// (privtmp.Sweep; issue 32 §3).
+		tmp, err := privtmp.Make("", privtmp.PrefixDryRun)
 		if err != nil {
 			return fail(res, "operational", fmt.Errorf("dry run: %w", err))
 		}
-		defer os.RemoveAll(tmp)
-		stagingParent = tmp
+		defer func() {
+			if err := tmp.Remove(); err != nil {
+				env.Log.Warn().Err(err).Str("dir", tmp.Path).Msg("dry run's staging directory left: the next run removes it")
+			}
+		}()
+		stagingParent = tmp.Path
 	}
 	staging := filepath.Join(stagingParent, filepath.Base(rollback.StagingPath(x.sidecar, x.migrationID)))
 	keep := false
