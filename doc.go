@@ -34,7 +34,7 @@
 //	readers/jsonl      | pi's JSONL sessions, streaming, every error with its line                     | readers/normalize readers/payload readers writers/bufpool writers/wire
 //	readers/normalize  | the normalized entry stream: ids, links, canonical payloads                     | readers/payload readers writers/bufpool writers/idgraph writers/wire
 //	readers/payload    | the reference's typed entry model: accept or refuse one entry                  | readers writers/wire
-//	readers/privtmp    | pisess's private temporary directories (SQLite copies, dry runs); dead ones swept | -
+//	readers/privtmp    | pisess's private temporary directories (SQLite copies, dry runs); dead ones swept | writers/durable
 //	readers            | the model: Header, Entry, SourceFormat, Source, *RefusedError                  | -
 //	writers/store      | a store on disk: layout, frame scanner, appender, check, repair primitives     | writers/bufpool writers/durable writers/idgraph writers/wire
 //	writers/jsjson     | the JavaScript JSON dialect upgrade writes                                     | writers/wire

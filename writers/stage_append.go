@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"pisess/readers"
 	"pisess/writers/store"
@@ -52,7 +51,7 @@ func StageAppend(ctx context.Context, base string, open OpenAppended, dir string
 	res, err := stageAppend(ctx, base, open, dir, opt)
 	if opt.BaseVouched && errors.Is(err, store.ErrBaseLinksNeeded) {
 		// dir is this call's own partial store: start it over.
-		if rerr := os.RemoveAll(dir); rerr != nil {
+		if rerr := opt.Ops.RemoveAll(dir); rerr != nil {
 			return AppendResult{}, fmt.Errorf("stage %s: %w (and %v)", dir, err, rerr)
 		}
 		opt.BaseVouched = false

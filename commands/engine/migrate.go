@@ -226,6 +226,7 @@ type Env struct {
 // leftovers are directories of pisess's own (staging stores) that a
 // session failed to remove.
 type leftovers struct {
+	ops   durable.Ops
 	mu    sync.Mutex
 	paths []string
 }
@@ -235,7 +236,8 @@ type leftovers struct {
 // and, failing that, for the next run's heal (rollback.StagingPath names
 // it after a migration the journal planned).
 func (e Env) removeStaging(path string) {
-	err := os.RemoveAll(path)
+	// By descriptor: a parent swapped for a symlink is never followed.
+	err := e.Ops.RemoveAll(path)
 	if err == nil {
 		return
 	}
@@ -257,7 +259,7 @@ func (l *leftovers) retry(log zerolog.Logger) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, p := range l.paths {
-		if err := os.RemoveAll(p); err != nil {
+		if err := l.ops.RemoveAll(p); err != nil {
 			log.Warn().Err(err).Str("staging", p).Msg("staging directory left: the next run's heal quarantines it")
 		}
 	}
@@ -598,7 +600,7 @@ func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
 	r.env = Env{Clock: opt.Clock, Ops: ops, MaxSegmentBytes: opt.MaxSegmentBytes,
 		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: r.log,
 		InPlace: !opt.KeepDisplaced && !opt.CopyRefresh, onOpened: opt.seams.openedHook(),
-		leftovers: &leftovers{}}
+		leftovers: &leftovers{ops: ops}}
 	var dq *rollback.Discarder
 	if !opt.DryRun && !opt.KeepDisplaced {
 		dq = rollback.NewDiscarder(opt.CorrelationID, func() string { return wire.FormatTimestamp(r.env.now()) })

@@ -18,6 +18,7 @@
 // removed, still unlocked: the next Sweep finishes it. Nothing in these
 // directories is the user's data: each is a copy or a staging store.
 //
-// The package imports the standard library and x/sys only, so that the
-// readers may use it (STYLE.md §1).
+// Every removal is writers/durable's, by descriptor: a name swapped for a
+// symlink is unlinked, never followed. The package imports nothing else
+// of pisess, so that the readers may use it (STYLE.md §1).
 package privtmp

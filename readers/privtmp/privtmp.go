@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"pisess/writers/durable"
 )
 
 // Prefixes of the directories pisess makes with Make: only names that
@@ -78,7 +80,7 @@ func make1(tmpRoot, prefix string) (*Dir, error) {
 	}
 	f, err := os.OpenFile(filepath.Join(dir, LockName), os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		os.RemoveAll(dir)
+		durable.OS.RemoveAll(dir)
 		return nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
 	// A sweep that found the lock file before this flock may hold it and
@@ -93,7 +95,7 @@ func make1(tmpRoot, prefix string) (*Dir, error) {
 	if err != nil {
 		f.Close()
 		if !errors.Is(err, errSwept) {
-			os.RemoveAll(dir)
+			durable.OS.RemoveAll(dir)
 			err = fmt.Errorf("lock %s: %w", dir, err)
 		}
 		return nil, err
@@ -106,7 +108,7 @@ func (d *Dir) Remove() error {
 	if d == nil || d.lock == nil {
 		return nil
 	}
-	err := os.RemoveAll(d.Path)
+	err := durable.OS.RemoveAll(d.Path)
 	d.lock.Close() // after the removal: a sweep never sees it unlocked
 	d.lock = nil
 	return err
@@ -171,7 +173,8 @@ func sweepOne(parent int, name string) (bool, error) {
 		}
 		return false, err
 	}
-	defer unix.Close(fd)
+	d := os.NewFile(uintptr(fd), name) // closed once, by d
+	defer d.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return false, err
@@ -198,53 +201,13 @@ func sweepOne(parent int, name string) (bool, error) {
 		// Held now by this sweep: no other sweep removes it meanwhile,
 		// and a holder never comes back to a directory it let go.
 	}
-	if err := removeBeneath(fd); err != nil {
+	// Relative to the descriptor: a name swapped for a symlink meanwhile
+	// is unlinked, never followed.
+	if err := durable.RemoveContents(d); err != nil {
 		return false, err
 	}
 	if err := unix.Unlinkat(parent, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
 		return false, err
 	}
 	return true, nil
-}
-
-// removeBeneath removes everything inside the directory open at dir,
-// relative to that descriptor: a name swapped for a symlink meanwhile is
-// unlinked, never followed.
-func removeBeneath(dir int) error {
-	// Read through a duplicate: closing it leaves the caller's open.
-	dup, err := unix.Dup(dir)
-	if err != nil {
-		return err
-	}
-	d := os.NewFile(uintptr(dup), "")
-	defer d.Close()
-	if _, err := d.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		err := unix.Unlinkat(dir, name, 0)
-		if err == nil || errors.Is(err, unix.ENOENT) {
-			continue
-		}
-		if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
-			return err
-		}
-		sub, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		err = removeBeneath(sub)
-		unix.Close(sub)
-		if err != nil {
-			return err
-		}
-		if err := unix.Unlinkat(dir, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
-			return err
-		}
-	}
-	return nil
 }
