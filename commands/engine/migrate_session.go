@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/google/uuid"
 
@@ -283,6 +284,9 @@ type session struct {
 	// their metadata when it looked at each (verify.Report.Keys).
 	verifiedNames []string
 	verifiedKeys  []discover.FileKey
+	// seal is the session's durable.Seal, opened before its first write
+	// (nil in a dry run, which makes nothing durable).
+	seal *durable.Seal
 }
 
 func (x *session) event(phase wire.Phase, v wire.Verification, outcome wire.Outcome, class wire.ErrorClass) wire.MigrationEvent {
@@ -365,6 +369,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		}
 		defer lock.Unlock()
 	}
+	defer func() { x.seal.Close() }() // the last one opened (openSeal)
 	if r, ok := x.refreshAppended(ctx, res); ok {
 		return r
 	}
@@ -425,6 +430,12 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 			Reason: fmt.Sprintf("session id %q is not a UUID: the reference's manifest requires one (pi allows custom ids); the session stays on its JSONL", id)})
 	}
 	durable.Failpoint(fpBeforeStage)
+	if !env.DryRun {
+		if err := x.openSeal(staging, true); err != nil {
+			src.Close()
+			return x.refusedOrFailed(res, err)
+		}
+	}
 	// The staging store is written without a single fsync and sealed
 	// once, after its ledger and source state, before the cutover: it is
 	// invisible to pi until then (issue 14).
@@ -491,6 +502,36 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	return x.install(ctx, res, staging, passed, v, uid, gid, func() error { return sourceUnchanged(s.Path, rec) }, st, &keep)
 }
 
+// openSeal opens the session's seal (durable.Seal) on dir, the store
+// about to be written (made first, empty, when create), before the first
+// byte of it is written, so that the seal's syncfs reports the writeback
+// error of any of them, whoever saw it first (issue 32 §4). A seal opened
+// before (a refresh that fell back to a staging copy) is closed.
+func (x *session) openSeal(dir string, create bool) error {
+	if create {
+		// Not synced: the seal makes the directory's creation durable
+		// with the store, as Stage's own mkdir would.
+		ops := x.env.Ops
+		ops.DeferSync = true
+		if err := ops.MkdirPrivate(dir); err != nil {
+			if errors.Is(err, syscall.ENAMETOOLONG) {
+				// The reference names its staging directory so too
+				// (writers.Stage says the same).
+				name := filepath.Base(dir)
+				return readers.NameTooLong(x.s.Path, filepath.Base(x.sidecar), len(name), err)
+			}
+			return fmt.Errorf("staging %s: %w", dir, err)
+		}
+	}
+	seal, err := x.env.Ops.OpenSeal(dir)
+	if err != nil {
+		return err
+	}
+	x.seal.Close()
+	x.seal = seal
+	return nil
+}
+
 // install is the end of every build, full or incremental: the staging
 // store's own ledger and clean source state (written, like the store,
 // without fsyncs), one seal, the check that the source is still what was
@@ -516,7 +557,7 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 	}
 	durable.Failpoint(fpAfterSourceState)
 	env.yield()
-	if err := env.Ops.SealTree(staging); err != nil {
+	if _, _, err := env.Ops.SealWith(x.seal, staging); err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("staging: %w", err))
 	}
 	durable.Failpoint(fpAfterStagingSeal)

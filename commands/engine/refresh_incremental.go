@@ -85,6 +85,9 @@ func (x *session) refreshAppended(ctx context.Context, res SessionResult) (Sessi
 	var src *jsonl.AppendSource
 	open := x.openAppended(rec, sum, &src)
 	durable.Failpoint(fpBeforeStage)
+	if err := x.openSeal(staging, true); err != nil {
+		return fallback(err)
+	}
 	sops := env.Ops
 	sops.DeferSync = true // sealed once by install, as the full build's
 	// A record with the manifest's digest vouches for the sidecar's

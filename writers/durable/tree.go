@@ -324,6 +324,8 @@ type devSyncs struct {
 	done      uint64 // the last sync finished
 	failed    uint64 // the last sync that failed, with err
 	err       error
+	// waiting are the seals of the callers of syncSeal not yet covered.
+	waiting map[*Seal]bool
 }
 
 // sync returns once a call of fn that began after sync was called has
@@ -331,6 +333,28 @@ type devSyncs struct {
 // of any such call that failed (conservatively: a later success may have
 // written back what a failure could not).
 func (g *SyncGroup) sync(dev uint64, fn func() error) error {
+	return g.syncWith(dev, nil, func(*devSyncs) func() error { return fn })
+}
+
+// syncSeal is sync for the seal s: the syncfs that covers the callers
+// waiting is made on the oldest of their seals (oldest), whose descriptor
+// was opened before any of their writes, so that it reports the writeback
+// error of any of them (Seal).
+func (g *SyncGroup) syncSeal(dev uint64, s *Seal, syncfs func(*os.File) error) error {
+	return g.syncWith(dev, s, func(d *devSyncs) func() error {
+		first := s
+		for w := range d.waiting {
+			if w.seq < first.seq {
+				first = w
+			}
+		}
+		return func() error { return syncfs(first.f) }
+	})
+}
+
+// syncWith is sync with the function run chosen by pick when a sync
+// starts (g.mu held); s, when set, waits in d.waiting until covered.
+func (g *SyncGroup) syncWith(dev uint64, s *Seal, pick func(d *devSyncs) func() error) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.devs == nil {
@@ -338,8 +362,14 @@ func (g *SyncGroup) sync(dev uint64, fn func() error) error {
 	}
 	d := g.devs[dev]
 	if d == nil {
-		d = &devSyncs{cond: sync.NewCond(&g.mu)}
+		d = &devSyncs{cond: sync.NewCond(&g.mu), waiting: map[*Seal]bool{}}
 		g.devs[dev] = d
+	}
+	if s != nil {
+		// Its descriptor stays open while it waits: a sync started
+		// meanwhile may be made on it.
+		d.waiting[s] = true
+		defer delete(d.waiting, s)
 	}
 	need := d.started + 1 // one running now began before this call
 	for d.done < need {
@@ -357,6 +387,7 @@ func (g *SyncGroup) sync(dev uint64, fn func() error) error {
 		d.running = true
 		d.started++
 		n := d.started
+		fn := pick(d)
 		g.mu.Unlock()
 		err := fn()
 		g.mu.Lock()
