@@ -145,6 +145,11 @@ func (r *Repairer) Session(ctx context.Context, s discover.Session, out *verify.
 	r.finish(ctx, s, out, errs, moves)
 }
 
+// escalates reports whether a failed in-place repair of this kind is
+// mended by a rebuild from the source: a chown is not (a run that cannot
+// give the store to its owner could not give a rebuilt one either).
+func escalates(a verify.RepairAction) bool { return a != verify.ActionChown }
+
 // escalation says why a sidecar whose in-place repairs failed (failed:
 // the first failure, "" when none) or left an in-place problem (cur, the
 // re-check) is rebuilt from the source instead, or "" when nothing calls
@@ -154,7 +159,7 @@ func escalation(cur []verify.FsckFinding, failed string) string {
 		return "repair: the in-place repair failed (" + failed + "); rebuilt from the source"
 	}
 	for _, f := range cur {
-		if !f.Notice && !f.Repaired && verify.InPlace(f.Action) {
+		if !f.Notice && !f.Repaired && verify.InPlace(f.Action) && escalates(f.Action) {
 			return fmt.Sprintf("repair: %s is still found after the in-place repair (%s); rebuilt from the source", f.Code, f.Detail)
 		}
 	}
@@ -332,7 +337,7 @@ func (r *Repairer) mendInPlace(ctx context.Context, s discover.Session, fs []ver
 	// A failure is charged to its finding, and the first is returned.
 	record := fail
 	fail = func(f verify.FsckFinding, err error) {
-		if failed == "" {
+		if failed == "" && escalates(f.Action) {
 			failed = fmt.Sprintf("%s: %v", f.Action, err)
 		}
 		record(f, err)
