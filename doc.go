@@ -17,7 +17,7 @@
 //	package            | holds                                                                          | may import
 //	main               | the process: knobs first, a signal-cancelled context, os.Exit(commands.Main)   | commands
 //	commands           | the urfave/cli app: flags → options → one engine call → text or --json; exit  | commands/engine commands/metrics commands/tune ledger readers/discover verify writers/upgrade writers/wire
-//	commands/engine    | orchestration: plan, schedule (jobs, places, lock waits), the per-session flow | commands/tune rollback verify ledger writers writers/upgrade readers/discover readers/jsonl readers/normalize readers writers/store writers/durable writers/wire
+//	commands/engine    | orchestration: plan, schedule (jobs, places, lock waits), the per-session flow | commands/tune rollback verify ledger writers writers/upgrade readers/discover readers/jsonl readers/normalize readers/privtmp readers writers/store writers/durable writers/wire
 //	commands/tune      | the runtime knobs, each with the measurement that keeps it                     | -
 //	commands/metrics   | the --metrics-file document: Prometheus text format, written atomically        | -
 //	scripts/testprogress | make test's progress over go test -json for the crash harness              | -
@@ -30,10 +30,11 @@
 //	writers/upgrade    | the explicit v1/v2 → v3 rewrite of old JSONL sessions                           | readers/normalize readers/payload readers writers/jsjson writers/durable writers/wire
 //	readers/discover   | walk a tree; pair sessions with sidecars and leftovers; open the right Source  | readers/jsonl readers/sqlitev1 readers writers/durable writers/wire
 //	readers/nativev2   | a V2 store as a source                                                         | readers/payload readers writers/store writers/wire
-//	readers/sqlitev1   | pi's SQLite sessions                                                           | readers/normalize readers/payload readers writers/durable
+//	readers/sqlitev1   | pi's SQLite sessions                                                           | readers/normalize readers/payload readers/privtmp readers writers/durable
 //	readers/jsonl      | pi's JSONL sessions, streaming, every error with its line                     | readers/normalize readers/payload readers writers/bufpool writers/durable writers/wire
 //	readers/normalize  | the normalized entry stream: ids, links, canonical payloads                     | readers/payload readers writers/bufpool writers/idgraph writers/wire
 //	readers/payload    | the reference's typed entry model: accept or refuse one entry                  | readers writers/wire
+//	readers/privtmp    | pisess's private temporary directories (SQLite copies, dry runs); dead ones swept | writers/durable
 //	readers            | the model: Header, Entry, SourceFormat, Source, *RefusedError                  | -
 //	writers/store      | a store on disk: layout, frame scanner, appender, check, repair primitives     | writers/bufpool writers/durable writers/idgraph writers/wire
 //	writers/jsjson     | the JavaScript JSON dialect upgrade writes                                     | writers/wire

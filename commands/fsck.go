@@ -23,10 +23,18 @@ acceptance rules (modes, owner, symlinks, unindexed segments, a pending
 rollback), the store's integrity (torn tails, CRC, index missing or lagging,
 manifest missing or wrong, chain), a full verification against the source,
 and the source's own refusal (a notice: pi keeps using such a session as
-JSONL). The tree's own findings: leftover staging and backup directories,
-directories whose session is gone, a stale tree lock, journal lines that do
-not parse or that name anything outside the tree (forged records). Every
-finding names the file, the check that failed and the repair that applies.
+JSONL), including those only writing meets (an entry whose frame is over the
+64 MiB segment, a staging name over the file system's limit). A source that
+cannot be read (permission, I/O, open-file limit, a lock) is a problem, never
+a notice. Every named entry of a store must have its type (manifest, index
+and segments regular files; segments/, index/, checkpoints/, migrations/ and
+tmp/ directories: else corrupt; a mutation lock or ledger of the wrong type,
+or an empty ledger: a problem under the class migrated). The tree's own
+findings: leftover staging and backup directories, directories whose session
+is gone, a stale tree lock, a .pisess, lock or journal of the wrong type,
+journal lines that do not parse or that name anything outside the tree
+(forged records). Every finding names the file, the check that failed and
+the repair that applies.
 *.seg.bak files are ignored. Without --repair nothing is written.
 
 --repair mends, then checks again: torn tails are cut after the last whole
@@ -35,13 +43,21 @@ recomputed from the frames, modes set to 0700/0600, owner given back to the
 session file's owner (as root), a pending rollback finished (rolled
 forward), staging and orphaned directories quarantined, a backup restored when no sidecar is installed
 (after it is verified) or else quarantined, stale and corrupt sidecars rebuilt
-from the source through the migrate pipeline (the old one quarantined), a
-stale tree lock taken over, unparsable or forged journal lines copied to the
-quarantine and acknowledged (the journal is never rewritten). Nothing is
+from the source through the migrate pipeline (the old one quarantined; a
+file, FIFO or symlink at <stem>.v2 is displaced the same way; an in-place
+repair that fails, or leaves its damage, is escalated to that rebuild), a
+stale tree lock taken over, a .pisess, lock or journal of the wrong type
+moved into the quarantine (the link itself, never its target; the new
+journal's first note says where; when the move fails, the finding names the
+mv to run by hand), unparsable or forged journal lines copied to the
+quarantine and acknowledged (the journal is never rewritten). Every move is
+listed as a repaired finding (fsck.moved for the sidecar a rebuild
+displaced). Nothing is
 deleted: what is removed goes to <tree>/.pisess/quarantine/<correlation id>/,
 and every repair is a journal note with that id, so pisess rollback can undo
 the rebuilds. A repair of an installed store holds the session lock and the
-store's store.mutation.lock; a session pi holds locked is waited for (up to
+store's store.mutation.lock, from the check to the end of the rebuild; a
+session pi holds locked is waited for (up to
 30 s) without keeping its place among the --jobs, so the sessions after it
 are checked meanwhile. A symlinked ancestor cannot be repaired: it is
 reported with what to do. A second fsck after --repair finds nothing.

@@ -144,10 +144,19 @@ without following links (openat2 with RESOLVE_NO_SYMLINKS on Linux,
 O_NOFOLLOW beneath an open directory elsewhere), and every rename, link and
 unlink goes through parent directories opened that way, so a symlink
 anywhere on the way, planted before the run or swapped in during it, makes
-the step fail instead of leading outside. pisess never chmods, chowns or
-renames over a file with more than one hard link: its other name may be
-outside the tree. .pisess itself must be a real directory: a symlink there
-is refused with what it is and what to do (exit 8), never followed.
+the step fail instead of leading outside. A directory (a discarded
+displaced sidecar, a staging store, prune's trash) is removed by descriptor
+beneath its parent, each name unlinked in the directory it was listed in, so
+a parent swapped for a symlink meanwhile is unlinked itself, never followed.
+pisess never chmods, chowns or renames over a file with more than one hard
+link: its other name may be outside the tree. .pisess itself must be a real
+directory, its lock and journal.jsonl regular files: anything else there (a
+symlink, a FIFO, a directory) stops every command over the tree with what it
+is and the mv that moves it aside (exit 8), never followed; fsck --repair
+moves it into the quarantine itself and reports the move. A SQLite
+session's private copy and a dry run's store live in private directories
+$TMPDIR/pisess-sqlite-* and pisess-dry-run-* (0700, flocked while used),
+which the next pisess of the same user removes when a killed run left them.
 
 Root never does a tree's work as root. It opens each tree root once, one
 path component at a time with O_NOFOLLOW (a symbolic link is followed only

@@ -93,7 +93,11 @@ Nothing redone. A run with nothing to do writes nothing: no journal record,
 no file in the tree, not even a session's lock file. A session the reference
 refused is remembered in <tree>/.pisess/refused.json by its file identity
 (device, inode, size, modification and change times) and reported refused
-from there, not read, locked or journaled, until the file changes. A sidecar
+from there, not read, locked or journaled, until the file changes. Only the
+reference's verdicts on the session's bytes are remembered: an I/O or
+resource error (EACCES, EIO, EMFILE, a full or missing TMPDIR) or a database
+another process holds locked is a failure of the run (counted, exit 4, read
+again by the next run). A sidecar
 found fresh, or installed or continued by a run on a file system whose change
 times show every change (Linux 6.13 and later on ext4, xfs, btrfs and tmpfs;
 probed once per run), is remembered in <tree>/.pisess/fresh.json by a digest

@@ -15,7 +15,9 @@
 //
 // It may touch nothing else on disk but a store's migrations/ledger.jsonl
 // (the caller holds that store's locks), and never follows a symlink there:
-// .pisess/ itself must be a real directory (CheckPisessDir). It reads and
+// .pisess/ itself must be a real directory, its lock and journal regular
+// files (CheckPisessObjects; fsck --repair moves one of the wrong type into
+// the quarantine, MendPisess). It reads and
 // writes files only; which sessions a run works on, and whether a cached
 // verdict still holds, are decided above it (engine, verify).
 //

@@ -177,6 +177,16 @@ func OpenJournalWith(ops durable.Ops, tree string) (*Journal, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("open journal: %s is not a directory", tree)
 	}
+	// Checked now, not at each append: a journal of the wrong type would
+	// fail every session's first record, and the run would go on.
+	for _, o := range pisessObjects {
+		if o.rel == filepath.Join(PisessDir, "lock") {
+			continue
+		}
+		if err := wrongType(tree, o); err != nil {
+			return nil, fmt.Errorf("open journal: %w", err)
+		}
+	}
 	return &Journal{tree: tree, path: JournalPath(tree), ops: ops}, nil
 }
 

@@ -76,7 +76,7 @@ func Prune(ctx context.Context, log zerolog.Logger, opt PruneOptions, root strin
 		}
 		defer l.Unlock()
 		// A prune killed midway: finish it.
-		if err := removeTrash(trash); err != nil {
+		if err := removeTrash(opt.Ops, trash); err != nil {
 			return pt, fmt.Errorf("prune %s: %w", root, err)
 		}
 	}
@@ -164,26 +164,17 @@ func Prune(ctx context.Context, log zerolog.Logger, opt PruneOptions, root strin
 		}
 	}
 	durable.Failpoint(fpPruneAfterRewrite)
-	if err := removeTrash(trash); err != nil {
+	if err := removeTrash(opt.Ops, trash); err != nil {
 		return pt, fmt.Errorf("prune %s: %w", root, err)
 	}
 	return pt, nil
 }
 
 // removeTrash deletes .pisess/pruning/: only prune puts anything there.
-// A symlink in its place is removed, never followed.
-func removeTrash(trash string) error {
-	fi, err := os.Lstat(trash)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return os.Remove(trash)
-	}
-	return os.RemoveAll(trash)
+// A symlink in its place, or anywhere in it or on the way to it, is
+// removed or refused, never followed (durable.Ops.RemoveAll).
+func removeTrash(ops durable.Ops, trash string) error {
+	return ops.RemoveAll(trash)
 }
 
 // rewriteJournal replaces the journal by its lines minus the numbered ones

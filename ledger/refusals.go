@@ -36,14 +36,22 @@ type CachedRefusal struct {
 // RefusalCache is one tree's refusal cache, loaded once per run.
 type RefusalCache struct {
 	stateSet[CachedRefusal]
+	verdict func(class string) bool
 }
 
 // LoadRefusalCache reads the tree's cache. A missing, unreadable or
 // malformed cache is an empty one: it only saves work, so losing it costs
 // one re-read of each refused session.
-func LoadRefusalCache(tree string) *RefusalCache {
+//
+// The cache holds only the reference's verdicts about a session's bytes,
+// those that any machine reading the same file would give: verdict says
+// which classes (readers.Class) are (the caller's rule: ledger does not
+// read sessions). An entry of another class — an I/O error, a lock, as
+// older runs cached them (issue 32 §2) — is ignored, dropped from the file
+// at the next save, and never remembered.
+func LoadRefusalCache(tree string, verdict func(class string) bool) *RefusalCache {
 	return &RefusalCache{loadStateSet(tree, RefusalCacheName, refusalCacheMax,
-		func(e CachedRefusal) bool { return e.Reason != "" })}
+		func(e CachedRefusal) bool { return e.Reason != "" && verdict(e.Class) }), verdict}
 }
 
 // Lookup returns the cached refusal of the session rel when its file still
@@ -56,8 +64,12 @@ func (c *RefusalCache) Lookup(rel string, id FileIdentity) (CachedRefusal, bool)
 	return e, true
 }
 
-// Remember records a refusal of session rel read at identity id.
+// Remember records a refusal of session rel read at identity id; a
+// refusal whose class is no verdict is not remembered.
 func (c *RefusalCache) Remember(rel string, id FileIdentity, class string, line int64, reason string) {
+	if !c.verdict(class) {
+		return
+	}
 	c.Set(rel, CachedRefusal{Identity: id, Class: class, Line: line, Reason: reason},
 		func(old, e CachedRefusal) bool { return old == e })
 }

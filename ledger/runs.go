@@ -167,18 +167,19 @@ func DirBytes(dir string) int64 {
 
 // LastMigrations maps each session path of a tree to the correlation id
 // of the last run that completed its migration, reading the journal once
-// (LastMigration per session would read it once per session).
-func LastMigrations(tree string) map[string]string {
+// (LastMigration per session would read it once per session). A journal
+// that cannot be read is an error, never a tree without runs.
+func LastMigrations(tree string) (map[string]string, error) {
 	out := map[string]string{}
 	j, err := OpenJournal(tree)
 	if err != nil {
-		return out
+		return out, err
 	}
-	_, _ = j.Scan(func(r Record) error {
+	_, err = j.Scan(func(r Record) error {
 		if ev := r.Event; ev != nil && ev.Phase == wire.PhaseCompleted && ev.Outcome == wire.OutcomeOK {
 			out[filepath.Clean(ev.SourcePath)] = ev.CorrelationID
 		}
 		return nil
 	})
-	return out
+	return out, err
 }

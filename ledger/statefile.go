@@ -36,24 +36,25 @@ type StateFile[E any] struct {
 // missing, not a regular file, over max bytes or not version 1. buf holds
 // the bytes read (the decoded entries do not refer to it): the save that
 // follows encodes into it, so that neither allocates a megabyte afresh.
-func readStateFile[E any](tree, name string, max int64, keep func(E) bool) (out map[string]E, buf []byte) {
+func readStateFile[E any](tree, name string, max int64, keep func(E) bool) (out map[string]E, buf []byte, dropped bool) {
 	out = map[string]E{}
 	b, ok := readStateBytes(tree, name, max)
 	if !ok {
-		return out, b
+		return out, b, false
 	}
 	var doc StateFile[E]
 	if json.Unmarshal(b, &doc) != nil || doc.Version != 1 || doc.Sessions == nil {
-		return out, b
+		return out, b, false
 	}
 	for rel, e := range doc.Sessions {
 		// Keys are tree-relative names, never addresses: anything that
 		// could leave the tree is dropped.
 		if !filepath.IsLocal(rel) || !keep(e) {
 			delete(doc.Sessions, rel)
+			dropped = true
 		}
 	}
-	return doc.Sessions, b
+	return doc.Sessions, b, dropped
 }
 
 // readStateRaw is readStateFile without decoding the entries: each is
@@ -145,10 +146,13 @@ type stateSet[E any] struct {
 	buf        []byte // readStateFile's
 }
 
-// loadStateSet reads .pisess/name in tree (readStateFile).
+// loadStateSet reads .pisess/name in tree (readStateFile). A file some
+// of whose entries were dropped is written again by the next Save, even
+// when the run changes nothing else: what it dropped must not stay there
+// for an older pisess, or a reader of the file, to take as said.
 func loadStateSet[E any](tree, name string, max int64, keep func(E) bool) stateSet[E] {
-	entries, buf := readStateFile(tree, name, max, keep)
-	return stateSet[E]{tree: tree, name: name, entries: entries, buf: buf}
+	entries, buf, dropped := readStateFile(tree, name, max, keep)
+	return stateSet[E]{tree: tree, name: name, entries: entries, buf: buf, changed: dropped}
 }
 
 // loadLazyStateSet reads .pisess/name in tree, each entry decoded when

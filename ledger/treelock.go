@@ -48,29 +48,6 @@ func treeLocked(err error) error {
 	return fmt.Errorf("%w: %w", ErrTreeLocked, err)
 }
 
-// CheckPisessDir refuses a tree whose .pisess is not a real directory: a
-// symlink there would carry the journal, the lock and the quarantine out
-// of the tree (pisess never follows one), and anything else is not
-// pisess's. The message says what to do.
-func CheckPisessDir(tree string) error {
-	dir := filepath.Join(tree, PisessDir)
-	fi, err := os.Lstat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return fmt.Errorf("tree %s: %w", tree, err)
-	case fi.Mode()&fs.ModeSymlink != 0:
-		target, _ := os.Readlink(dir)
-		return fmt.Errorf("%s is a symlink (to %s), not pisess's directory: pisess never follows a symlink in a tree, "+
-			"so it keeps no journal, lock or quarantine there. Look at what it points to, then move the link aside "+
-			"(mv %s %s.link) and run again", dir, target, dir, dir)
-	case !fi.IsDir():
-		return fmt.Errorf("%s is not a directory: pisess keeps its journal, lock and quarantine there; move it aside and run again", dir)
-	}
-	return nil
-}
-
 // LockTreeForRepair takes the tree lock the way every changing pisess run
 // does (durable's TryLockTree, which records this run as the holder),
 // creating .pisess/ when missing. The holder text it found is non-empty
@@ -79,7 +56,7 @@ func CheckPisessDir(tree string) error {
 // cleared at unlock).
 func LockTreeForRepair(ops durable.Ops, tree string) (*durable.Lock, string, error) {
 	dir := filepath.Join(tree, PisessDir)
-	if err := CheckPisessDir(tree); err != nil {
+	if err := CheckPisessObjects(tree); err != nil {
 		return nil, "", err
 	}
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {

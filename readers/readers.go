@@ -121,7 +121,25 @@ const (
 	ClassSpecialFile      Class = "special_file" // not a regular file (FIFO, device, directory)
 	ClassBadSequence      Class = "bad_sequence" // SQLite entry seq not contiguous from 1
 	ClassBadSchema        Class = "bad_schema"   // SQLite tables or columns are not pi's
+	// ClassFrameTooLarge: an entry whose frame does not fit a segment of
+	// the reference's size (64 MiB): its migration refuses the session.
+	ClassFrameTooLarge Class = "frame_too_large"
+	// ClassNameTooLong: the session's file name is so long that the names
+	// the reference derives from it (<stem>.v2.staging.<uuid>) exceed the
+	// file system's limit on a name: it cannot migrate the session either.
+	ClassNameTooLong Class = "name_too_long"
 )
+
+// Transient reports whether a problem of class c says something about
+// this run rather than about the session's bytes: an I/O or resource error
+// (EIO, EMFILE, ENOMEM, EACCES, a full or missing TMPDIR: ClassIO) or a
+// lock another process holds (ClassLocked). Such a problem is a failure of
+// the run that met it, to be tried again by the next one; every other
+// class is a verdict that any machine reading the same bytes would give,
+// which may be remembered (the refusal cache) until the file changes.
+func (c Class) Transient() bool {
+	return c == ClassIO || c == ClassLocked
+}
 
 // RefusedError says why a source cannot be migrated. Line is 1-based (for
 // SQLite, the seq; 0 when the problem is not tied to one line).
@@ -142,6 +160,43 @@ func (e *RefusedError) Error() string {
 }
 
 func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Transient reports whether the error is a failure of this run (an I/O
+// error, a lock held by another process) rather than a verdict about the
+// session: see [Class.Transient].
+func (e *RefusedError) Transient() bool { return e != nil && e.Class.Transient() }
+
+// AsVerdict returns the RefusedError in err's chain when it is a verdict
+// about the session's bytes (not [RefusedError.Transient]), or nil: what a
+// caller may report as a refusal and remember. A transient one is a
+// failure of the run.
+func AsVerdict(err error) *RefusedError {
+	if r := AsRefused(err); r != nil && !r.Transient() {
+		return r
+	}
+	return nil
+}
+
+// FrameTooLarge is the reference's refusal of a session one of whose
+// entries (at line, id) makes a frame of frame bytes ("more than n bytes"
+// when only a bound is known), over its segment of limit bytes. The
+// writer's and fsck's checks word it once, so that migrate and fsck give
+// the same reason.
+func FrameTooLarge(path string, line int64, id, frame string, limit int64, err error) *RefusedError {
+	return &RefusedError{Path: path, Line: line, Class: ClassFrameTooLarge, Err: err, Reason: fmt.Sprintf(
+		"entry %s makes a frame of %s, more than the reference's %d-byte segment: its migration refuses the session, and pi keeps it on its JSONL",
+		id, frame, limit)}
+}
+
+// NameTooLong is the refusal of a session whose staging directory, named
+// sidecar+".staging.<id>" (name bytes in all), is a name longer than the
+// file system allows.
+func NameTooLong(path, sidecar string, name int, err error) *RefusedError {
+	return &RefusedError{Path: path, Class: ClassNameTooLong, Err: err, Reason: fmt.Sprintf(
+		"its staging directory %s.staging.<id> is a name of %d bytes, more than the file system allows: "+
+			"the reference names its staging directory so too and cannot migrate the session; a shorter file name can",
+		sidecar, name)}
+}
 
 // AsRefused returns the RefusedError in err's chain, or nil.
 func AsRefused(err error) *RefusedError {

@@ -171,9 +171,12 @@ func Cutover(ctx context.Context, p verify.Passed, c CutoverSpec) (CutoverResult
 	if err != nil {
 		return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
 	}
-	if old != kindMissing && old != kindDir {
-		return CutoverResult{}, fmt.Errorf("cutover %s: the sidecar path is a symlink or file, not a store: left alone", c.SidecarDir)
-	}
+	// What is at the sidecar's path and is no store (a regular file, a
+	// FIFO, a symlink: pi refuses each) is displaced as a store is: the
+	// entry itself (never a link's target) is renamed, kept, recorded
+	// (issue 32 §3: such a sidecar was left alone, and no rebuild could
+	// ever replace it).
+	what := displacedWhat(c.SidecarDir, old)
 	backup := BackupPath(c.SidecarDir, c.CorrelationID)
 	if k, err := lstatKind(backup); err != nil || k != kindMissing {
 		return CutoverResult{}, fmt.Errorf("cutover %s: %s already exists (a cutover of this run was interrupted): run fsck --repair", c.SidecarDir, backup)
@@ -196,7 +199,7 @@ func Cutover(ctx context.Context, p verify.Passed, c CutoverSpec) (CutoverResult
 	}
 	durable.Failpoint(fpAfterCutoverRecord)
 
-	if old == kindDir {
+	if old != kindMissing {
 		durable.Failpoint(fpBeforeBackupRename)
 		if err := ops.RenameNoReplace(c.SidecarDir, backup); err != nil {
 			return CutoverResult{}, c.undoBackup(backup, fmt.Errorf("cutover %s: displace the old sidecar: %w", c.SidecarDir, err))
@@ -212,26 +215,67 @@ func Cutover(ctx context.Context, p verify.Passed, c CutoverSpec) (CutoverResult
 			// verified store is visible, the backup stays for fsck.
 			return CutoverResult{Displaced: c.backupIf(old, backup)}, err
 		}
-		if old == kindDir {
+		if old != kindMissing {
 			return CutoverResult{}, c.undoBackup(backup, err)
 		}
 		return CutoverResult{}, err
 	}
 	durable.Failpoint(fpAfterInstallRename)
 
-	if old != kindDir {
+	if old == kindMissing {
 		return CutoverResult{}, nil
 	}
 	q := ledger.QuarantinePath(c.Tree, c.CorrelationID, c.RelPath, kindDisplaced)
-	where, err := c.quarantineBackup(backup, q)
+	where, err := c.quarantineBackup(backup, q, what)
 	res := CutoverResult{Displaced: where}
-	if err != nil {
-		res.Warning = err.Error()
-	}
 	if c.DeferQuarantineSync {
 		res.SyncDirs = append(quarantineDirs(c.Tree, filepath.Dir(q)), filepath.Dir(c.SidecarDir))
 	}
+	var unrecorded *unrecordedError
+	if errors.As(err, &unrecorded) {
+		// The new sidecar is installed, the old one kept, but the journal
+		// does not say where: a rollback of this run could not put it
+		// back. Not a cutover to report done (issue 32 §4).
+		return res, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
+	}
+	if err != nil {
+		res.Warning = err.Error()
+	}
 	return res, nil
+}
+
+// unrecordedError is a displaced sidecar kept in the quarantine whose
+// displaced note could not be written.
+type unrecordedError struct {
+	where string
+	err   error
+}
+
+func (e *unrecordedError) Error() string {
+	return fmt.Sprintf("the new sidecar is installed and the old one is at %s, but the journal could not record it "+
+		"(pisess rollback of this run cannot put it back; move it back by hand to undo): %v", e.where, e.err)
+}
+
+func (e *unrecordedError) Unwrap() error { return e.err }
+
+// displacedWhat says what a sidecar path that is no store holds, for the
+// displaced note ("" for a store: a directory, or nothing).
+func displacedWhat(path string, k kind) string {
+	switch k {
+	case kindMissing, kindDir:
+		return ""
+	case kindFile:
+		return "a regular file, not a store"
+	}
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return "not a store"
+	case fi.Mode()&os.ModeSymlink != 0:
+		target, _ := os.Readlink(path)
+		return fmt.Sprintf("a symlink to %s (the link itself is kept here, its target is untouched)", target)
+	}
+	return fmt.Sprintf("a special file (%v), not a store", fi.Mode().Type())
 }
 
 // cutoverEvent is the cutover_commit event (the intent) of a verified
@@ -270,7 +314,7 @@ const (
 )
 
 func (c CutoverSpec) backupIf(old kind, backup string) string {
-	if old == kindDir {
+	if old != kindMissing {
 		return backup
 	}
 	return ""
@@ -279,7 +323,7 @@ func (c CutoverSpec) backupIf(old kind, backup string) string {
 // undoBackup puts a displaced sidecar back after a failed install, as the
 // reference does, and returns cause (joined with the restore's error).
 func (c CutoverSpec) undoBackup(backup string, cause error) error {
-	if k, _ := lstatKind(backup); k != kindDir {
+	if k, _ := lstatKind(backup); k == kindMissing {
 		return cause
 	}
 	if k, _ := lstatKind(c.SidecarDir); k != kindMissing {
@@ -292,8 +336,9 @@ func (c CutoverSpec) undoBackup(backup string, cause error) error {
 }
 
 // quarantineBackup moves the backup into the quarantine and records it,
-// returning where the displaced store is.
-func (c CutoverSpec) quarantineBackup(backup, q string) (string, error) {
+// returning where the displaced store is; what says what it was when it
+// was no store. A note that cannot be written is an *unrecordedError.
+func (c CutoverSpec) quarantineBackup(backup, q, what string) (string, error) {
 	ops := c.Ops
 	ops.DeferSync = ops.DeferSync || c.DeferQuarantineSync
 	if err := mkdirQuarantine(ops, c.Tree, filepath.Dir(q), c.OwnerUID, c.OwnerGID); err != nil {
@@ -312,12 +357,15 @@ func (c CutoverSpec) quarantineBackup(backup, q string) (string, error) {
 		Path: c.SidecarDir, QuarantinePath: q,
 		Detail: "the sidecar this cutover replaced, kept for a rollback",
 	}
+	if what != "" {
+		n.Detail = "what was at the sidecar's path, " + what + ", which pi refuses: displaced by this cutover, kept for a rollback"
+	}
 	appendNote := c.Journal.Append
 	if c.DeferQuarantineSync {
 		appendNote = c.Journal.AppendUnsynced
 	}
 	if err := appendNote(ledger.NoteRecord(n)); err != nil {
-		return q, fmt.Errorf("cutover committed, the old sidecar is at %s but not recorded: %w", q, err)
+		return q, &unrecordedError{where: q, err: err}
 	}
 	durable.Failpoint(fpAfterDisplacedNote)
 	return q, nil

@@ -278,3 +278,89 @@ func TestSidecarAndBackupPaths(t *testing.T) {
 		t.Error("a sidecar without a source")
 	}
 }
+
+// TestCutoverDisplacesWhatIsNoStore: a regular file, a FIFO or a symlink
+// at the sidecar's path (pi refuses each) is displaced as a store is — the
+// entry itself renamed into the quarantine, its target untouched, a
+// displaced note saying what it was — and the new sidecar installed (issue
+// 32 §3: Cutover refused, so no rebuild could ever replace it).
+func TestCutoverDisplacesWhatIsNoStore(t *testing.T) {
+	for _, tc := range []struct {
+		name, says string
+		make       func(t *testing.T, path, outside string)
+	}{
+		{"a regular file", "a regular file", func(t *testing.T, p, _ string) {
+			if err := os.WriteFile(p, []byte("not a store\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a FIFO", "special file", func(t *testing.T, p, _ string) {
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a symlink", "a symlink to", func(t *testing.T, p, outside string) {
+			if err := os.Symlink(outside, p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTreeFixture(t, 3)
+			outside := filepath.Join(t.TempDir(), "target")
+			if err := os.Mkdir(outside, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			tc.make(t, f.sidecar, outside)
+			m := migrateRun(t, f.tree, f.session, testRun)
+			want := ledger.QuarantinePath(f.tree, testRun, f.rel, kindDisplaced)
+			if m.result.Displaced != want {
+				t.Fatalf("displaced at %q, want %q", m.result.Displaced, want)
+			}
+			if fi, err := os.Lstat(want); err != nil || fi.IsDir() {
+				t.Fatalf("the displaced entry at %s: %v", want, err)
+			}
+			checkInstalled(t, f.session)
+			if entries, err := os.ReadDir(outside); err != nil || len(entries) != 0 {
+				t.Errorf("the link's target changed: %v %v", entries, err)
+			}
+			j, _ := mustJournal(t, f.tree)
+			recs, _ := j.Records(testRun)
+			var note *ledger.Note
+			for _, r := range recs {
+				if r.Note != nil && r.Note.Kind == ledger.NoteDisplaced {
+					note = r.Note
+				}
+			}
+			if note == nil || note.QuarantinePath != want || !strings.Contains(note.Detail, tc.says) {
+				t.Fatalf("displaced note %+v, want one naming %s and saying %q", note, want, tc.says)
+			}
+		})
+	}
+}
+
+// TestCutoverFailsWhenTheDisplacedNoteIsLost: the displaced note is what
+// lets a rollback of the run put the old sidecar back; a cutover that
+// cannot write it is an error saying where the old sidecar is, never a
+// success with a warning (issue 32 §4).
+func TestCutoverFailsWhenTheDisplacedNoteIsLost(t *testing.T) {
+	f := newTreeFixture(t, 3)
+	migrateRun(t, f.tree, f.session, "run-0001-first")
+	appendEntries(t, f.session, 4, 5)
+	p, staging := stageOnly(t, f)
+	// The cutover's first two records (its intent and the installed note)
+	// are written; the third, the displaced note, is not.
+	j, err := ledger.OpenJournalWith(durable.FaultyOps(durable.FaultRule{Op: durable.FaultWrite, Pattern: ledger.JournalName, Err: syscall.EIO, Skip: 2}), f.tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Cutover(context.Background(), p, CutoverSpec{SessionPath: f.session, StagingDir: staging, SidecarDir: f.sidecar,
+		Tree: f.tree, CorrelationID: testRun, RelPath: f.rel, Journal: j})
+	want := ledger.QuarantinePath(f.tree, testRun, f.rel, kindDisplaced)
+	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), want) || res.Displaced != want {
+		t.Fatalf("Cutover: %+v, %v; want an EIO error naming %s", res, err, want)
+	}
+	if _, err := os.Lstat(want); err != nil {
+		t.Errorf("the old sidecar is not where the error says: %v", err)
+	}
+}

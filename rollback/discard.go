@@ -201,7 +201,10 @@ func (d *Discarder) run() {
 			}
 			// Not synced: a removal a crash undoes leaves a copy the
 			// journal calls discarded, which prune removes with its run.
-			if err := os.RemoveAll(x.Path); err != nil {
+			// By descriptor, the quarantine's path opened without a
+			// symlink: a parent the tree's owner swapped for one after
+			// reproducibleDisplaced looked is never followed (issue 32 §4).
+			if err := durable.OS.RemoveAll(x.Path); err != nil {
 				res.Kept[x.Job] = fmt.Errorf("remove reproducible displaced sidecar %s: %w", x.Path, err)
 				continue
 			}
@@ -314,10 +317,11 @@ func recordAbout(q string, d Displaced) bool {
 }
 
 // RemoveEmptyParents removes dir and its parents up to and including stop
-// while they are empty (os.Remove refuses a directory that is not).
+// while they are empty (rmdir refuses a directory that is not), never
+// through a symlink (durable.Ops.RemoveDir).
 func RemoveEmptyParents(dir, stop string) {
 	for strings.HasPrefix(dir, stop) {
-		if os.Remove(dir) != nil || dir == stop {
+		if durable.OS.RemoveDir(dir) != nil || dir == stop {
 			return
 		}
 		dir = filepath.Dir(dir)

@@ -4,9 +4,11 @@
 // next run recognises and finishes (STYLE.md §5):
 //
 //   - [Cutover] renames a verified staging store into <stem>.v2. A sidecar
-//     already there is first renamed to <stem>.v2.backup.<32 hex> and, once
-//     the new one is in place and recorded, moved into the tree's quarantine
-//     (never deleted), so that a rollback of the run can put it back.
+//     already there (a store, or a file, FIFO or symlink pi refuses: the
+//     entry itself) is first renamed to <stem>.v2.backup.<32 hex> and,
+//     once the new one is in place and recorded, moved into the tree's
+//     quarantine (never deleted), so that a rollback of the run can put it
+//     back; a displaced note that cannot be written fails the cutover.
 //   - [ByCorrelation] undoes every cutover and source upgrade of one run
 //     (one correlation id), reading the tree journal: each sidecar the run
 //     installed goes to <tree>/.pisess/quarantine/<id>/, each sidecar it
@@ -25,8 +27,10 @@
 //     sidecar is installed and it verifies, torn tails are cut (kept
 //     first), the index and manifest are recomputed from the frames (the
 //     old ones kept), modes and owner are set, a pending rollback is
-//     finished, and anything else is rebuilt from the source through the
-//     migrate pipeline, which its caller (engine) gives it as Rebuild.
+//     finished, and anything else — an in-place repair that failed
+//     included — is rebuilt from the source through the migrate pipeline,
+//     which its caller (engine) gives it as Rebuild, under the session lock
+//     held since the check; every move is reported as a finding.
 //   - [NeedsHeal] selects what an interrupted pisess run left (staging and
 //     backups recognisably pisess's) for migrate to repair before it
 //     plans.
@@ -55,7 +59,9 @@
 //
 // It touches the session's sidecar, its staging and backup siblings and
 // the tree's .pisess/ (through package ledger: the journal, the
-// quarantine), never the session file but for a rollback's restore of an
+// quarantine), removing a directory only by descriptor
+// (durable.Ops.RemoveAll: a parent swapped for a symlink is never
+// followed), never the session file but for a rollback's restore of an
 // upgraded source; it reads readers/discover to list a session's leftovers
 // again and read its header.
 //

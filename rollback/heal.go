@@ -15,22 +15,28 @@ import (
 // its own staging and backups, so unless this run took over the tree lock
 // of a pisess run that died (stale: then everything there is that run's),
 // only what is recognisably pisess's is taken: a backup named after a run
-// this tree's journal knows (BackupPath), a staging store whose
+// this tree's journal knows (BackupPath), a staging directory named after
+// a migration the journal planned (StagingPath), a staging store whose
 // own ledger holds a phase only pisess writes, for such a run. ok is
 // false when there is nothing of the kind.
 func NeedsHeal(t discover.Tree, j *ledger.Journal, stale bool) (discover.Tree, bool) {
-	var known map[string]bool
+	var known, planned map[string]bool
 	ours := func(dir, sidecar string, backup bool) bool {
 		if stale {
 			return true
 		}
 		if known == nil {
-			known = map[string]bool{}
-			if ids, err := j.CorrelationIDs(); err == nil {
-				for _, id := range ids {
-					known[id] = true
+			known, planned = map[string]bool{}, map[string]bool{}
+			_, _ = j.Scan(func(r ledger.Record) error {
+				known[r.CorrelationID()] = true
+				if ev := r.Event; ev != nil && ev.Phase == wire.PhasePlanned && ev.MigrationID != "" {
+					planned[StagingPath(ev.TargetPath, ev.MigrationID)] = true
 				}
-			}
+				return nil
+			})
+		}
+		if !backup && planned[filepath.Clean(dir)] {
+			return true
 		}
 		if backup {
 			for id := range known {

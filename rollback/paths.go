@@ -37,6 +37,16 @@ func BackupPath(sidecarDir, correlationID string) string {
 	return filepath.Clean(sidecarDir) + ".backup." + hex.EncodeToString(sum[:16])
 }
 
+// StagingPath returns the staging directory a migration builds the
+// sidecar in: <sidecar>.staging.<32 hex>, the sibling name FORMAT.md §1
+// gives a staging store, the hex digits being the migration id (a UUID)
+// its journal's planned event carries. A staging directory the run could
+// not remove (EMFILE, EIO) is so known as pisess's by the next run's heal,
+// whatever the store in it holds (NeedsHeal).
+func StagingPath(sidecarDir, migrationID string) string {
+	return filepath.Clean(sidecarDir) + ".staging." + strings.ReplaceAll(migrationID, "-", "")
+}
+
 // sourceOfSidecar returns the session file beside a store directory named
 // <stem>.v2: <stem>.jsonl, else <stem>.sqlite. ok is false when storeDir is
 // not so named or no such regular file exists: the store is not a sidecar.

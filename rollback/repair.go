@@ -43,10 +43,12 @@ type Repairer struct {
 	// up to the lock timeout, without the caller's place in its pool).
 	Lock func(ctx context.Context, path string) (*durable.Lock, error)
 	// Rebuild rebuilds the sidecar of s from its source through the
-	// migrate pipeline (session lock, staging, verification, cutover with
-	// the old sidecar kept in the quarantine); a source the reference
-	// refuses comes back as a *readers.RefusedError.
-	Rebuild func(ctx context.Context, s discover.Session, reason string) error
+	// migrate pipeline (staging, verification, cutover with the old
+	// sidecar kept in the quarantine) under the session lock, which the
+	// caller (Session) holds; a source the reference refuses comes back as
+	// a *readers.RefusedError. displaced is where the old sidecar went
+	// ("" when there was none).
+	Rebuild func(ctx context.Context, s discover.Session, reason string) (displaced string, err error)
 }
 
 // check is fsck's check of one session (verify.CheckSession).
@@ -65,11 +67,18 @@ func (r *Repairer) check(ctx context.Context, s discover.Session) (verify.Class,
 //     quarantine first), the index and the manifest recomputed from the
 //     frames (the old ones kept first), the owner;
 //  3. a re-check, with a full verification against the source: whatever
-//     is still wrong, or stale, is rebuilt from the source through the
-//     migrate pipeline (the old sidecar goes to the quarantine); a sidecar
-//     that cannot be rebuilt because the reference refuses its source is
+//     is still wrong, or stale, or an in-place repair that failed, is
+//     rebuilt from the source through the migrate pipeline (the old
+//     sidecar, whatever it is, goes to the quarantine); a sidecar that
+//     cannot be rebuilt because the reference refuses its source is
 //     quarantined (pi uses the JSONL either way);
-//  4. the final check: a finding is Repaired when it is gone.
+//  4. the final check: a finding is Repaired when it is gone; every move
+//     no finding names (the old sidecar a rebuild displaced) is reported
+//     as a repaired finding of its own (verify.CodeMoved).
+//
+// The session lock is held from the first check to the end of the
+// rebuild: pi (which takes it) cannot change what the check found before
+// the repair acts on it (issue 32 §4).
 //
 // Nothing is repaired under a symlinked ancestor: pi could never open the
 // sidecar, and pisess follows no symlink.
@@ -88,12 +97,19 @@ func (r *Repairer) Session(ctx context.Context, s discover.Session, out *verify.
 		r.Log.Warn().Err(err).Str("session", s.Path).Str("code", f.Code).Str("path", f.Path).Msg("repair failed")
 	}
 
+	var moves []verify.FsckFinding
+	moved := func(path, dst, detail string) {
+		moves = append(moves, verify.FsckFinding{Code: verify.CodeMoved, Session: s.Path, Path: path,
+			Detail: detail + "; moved to " + dst, Action: verify.ActionQuarantine,
+			Repair: "fsck --repair: keep it in the quarantine", Repaired: true})
+	}
+
 	lock, err := r.Lock(ctx, s.Lock)
 	if err != nil {
 		for _, f := range out.Findings {
 			fail(f, fmt.Errorf("session busy: %w", err))
 		}
-		r.finish(ctx, s, out, errs)
+		r.finish(ctx, s, out, errs, nil)
 		return
 	}
 	lost := r.repairLeftovers(s, out.Findings, fail)
@@ -110,18 +126,44 @@ func (r *Repairer) Session(ctx context.Context, s discover.Session, out *verify.
 	if exists(s.Sidecar) {
 		_, cur := r.check(ctx, s)
 		rebuild = rebuildReason(cur)
-		r.mendInPlace(ctx, s, cur, rebuild != "", fail)
+		failed := r.mendInPlace(ctx, s, cur, rebuild != "", fail)
 		if rebuild == "" {
 			_, cur = r.check(ctx, s)
 			rebuild = rebuildReason(cur)
 		}
+		if rebuild == "" {
+			// A cheaper repair that failed, or left its damage, is
+			// escalated: the source is authoritative (issue 32 §3: a
+			// failed index rebuild was reported on every run).
+			rebuild = escalation(cur, failed)
+		}
+	}
+	if rebuild != "" {
+		r.rebuildSidecar(ctx, s, rebuild, out.Findings, fail, moved)
 	}
 	_ = lock.Unlock()
+	r.finish(ctx, s, out, errs, moves)
+}
 
-	if rebuild != "" {
-		r.rebuildSidecar(ctx, s, rebuild, out.Findings, fail)
+// escalates reports whether a failed in-place repair of this kind is
+// mended by a rebuild from the source: a chown is not (a run that cannot
+// give the store to its owner could not give a rebuilt one either).
+func escalates(a verify.RepairAction) bool { return a != verify.ActionChown }
+
+// escalation says why a sidecar whose in-place repairs failed (failed:
+// the first failure, "" when none) or left an in-place problem (cur, the
+// re-check) is rebuilt from the source instead, or "" when nothing calls
+// for it.
+func escalation(cur []verify.FsckFinding, failed string) string {
+	if failed != "" {
+		return "repair: the in-place repair failed (" + failed + "); rebuilt from the source"
 	}
-	r.finish(ctx, s, out, errs)
+	for _, f := range cur {
+		if !f.Notice && !f.Repaired && verify.InPlace(f.Action) && escalates(f.Action) {
+			return fmt.Sprintf("repair: %s is still found after the in-place repair (%s); rebuilt from the source", f.Code, f.Detail)
+		}
+	}
+	return ""
 }
 
 // rebuildReason says why the sidecar must be rebuilt from its source, or
@@ -144,7 +186,7 @@ func rebuildReason(fs []verify.FsckFinding) string {
 // finish re-checks the session and settles every finding: Repaired when
 // the re-check no longer finds it; anything the re-check finds that was
 // not there before is added, unrepaired.
-func (r *Repairer) finish(ctx context.Context, s discover.Session, out *verify.FsckSession, errs map[string]string) {
+func (r *Repairer) finish(ctx context.Context, s discover.Session, out *verify.FsckSession, errs map[string]string, moves []verify.FsckFinding) {
 	s.Staging, s.Backups = nil, nil
 	for _, p := range discoverLeftovers(s) {
 		s.Staging = append(s.Staging, p.staging...)
@@ -179,6 +221,7 @@ func (r *Repairer) finish(ctx context.Context, s discover.Session, out *verify.F
 			out.Findings = append(out.Findings, f)
 		}
 	}
+	out.Findings = append(out.Findings, moves...)
 }
 
 type leftovers struct{ staging, backups []string }
@@ -264,8 +307,9 @@ func (r *Repairer) verifyBackup(s discover.Session, dir string) error {
 // lock (the caller holds the session lock). A pending rollback is always
 // finished first, as every changing open of the reference does; when the
 // sidecar is to be rebuilt anyway nothing else is touched, so that the
-// quarantine receives it exactly as it was.
-func (r *Repairer) mendInPlace(ctx context.Context, s discover.Session, fs []verify.FsckFinding, rebuilding bool, fail func(verify.FsckFinding, error)) {
+// quarantine receives it exactly as it was. It returns the first repair
+// that failed ("" when none did), for the caller to escalate.
+func (r *Repairer) mendInPlace(ctx context.Context, s discover.Session, fs []verify.FsckFinding, rebuilding bool, fail func(verify.FsckFinding, error)) (failed string) {
 	has := map[verify.RepairAction][]verify.FsckFinding{}
 	for _, f := range fs {
 		if !f.Notice && verify.InPlace(f.Action) {
@@ -273,12 +317,13 @@ func (r *Repairer) mendInPlace(ctx context.Context, s discover.Session, fs []ver
 		}
 	}
 	if len(has) == 0 {
-		return
+		return ""
 	}
 	root := s.Sidecar
 	if fi, err := os.Lstat(root); err != nil || !fi.IsDir() {
-		return
+		return ""
 	}
+
 	mlock, err := r.Lock(ctx, store.MutationLockPath(root))
 	if err != nil {
 		for _, list := range has {
@@ -286,9 +331,17 @@ func (r *Repairer) mendInPlace(ctx context.Context, s discover.Session, fs []ver
 				fail(f, fmt.Errorf("store busy: %w", err))
 			}
 		}
-		return
+		return "" // pi is changing the store: nothing to escalate
 	}
 	defer mlock.Unlock()
+	// A failure is charged to its finding, and the first is returned.
+	record := fail
+	fail = func(f verify.FsckFinding, err error) {
+		if failed == "" && escalates(f.Action) {
+			failed = fmt.Sprintf("%s: %v", f.Action, err)
+		}
+		record(f, err)
+	}
 
 	if fs := has[verify.ActionFinishRollback]; len(fs) > 0 {
 		f := fs[0]
@@ -303,7 +356,7 @@ func (r *Repairer) mendInPlace(ctx context.Context, s discover.Session, fs []ver
 		} {
 			if _, _, err := r.keepCopy(p.path, p.kind); err != nil {
 				fail(f, err)
-				return
+				return failed
 			}
 		}
 		if _, err := FinishPendingLocked(ctx, root, Options{Ops: r.Ops, Clock: r.Clock,
@@ -315,7 +368,7 @@ func (r *Repairer) mendInPlace(ctx context.Context, s discover.Session, fs []ver
 		}
 	}
 	if rebuilding {
-		return
+		return failed
 	}
 	// One chmod pass fixes every mode finding; it is charged to the first.
 	if fs := has[verify.ActionChmod]; len(fs) > 0 {
@@ -337,6 +390,9 @@ func (r *Repairer) mendInPlace(ctx context.Context, s discover.Session, fs []ver
 			for _, f := range has[verify.ActionRebuildIndex] {
 				fail(f, err)
 			}
+			if failed == "" {
+				failed = "rebuild the index: " + err.Error()
+			}
 		} else {
 			changed = true
 		}
@@ -346,6 +402,9 @@ func (r *Repairer) mendInPlace(ctx context.Context, s discover.Session, fs []ver
 			for _, f := range has[verify.ActionRecomputeManifest] {
 				fail(f, err)
 			}
+			if failed == "" {
+				failed = "recompute the manifest: " + err.Error()
+			}
 		}
 	}
 	if fs := has[verify.ActionChown]; len(fs) > 0 {
@@ -353,6 +412,7 @@ func (r *Repairer) mendInPlace(ctx context.Context, s discover.Session, fs []ver
 			fail(fs[0], err)
 		}
 	}
+	return failed
 }
 
 // cutTail keeps the bytes after the last newline of path in the quarantine
@@ -558,54 +618,40 @@ func (r *Repairer) fixOwner(s discover.Session, root string) error {
 }
 
 // rebuildSidecar rebuilds the sidecar from the source through the migrate
-// pipeline (which takes the session lock, verifies and cuts over, the old
-// sidecar going to the quarantine). When the reference refuses the source,
-// no sidecar can be built from it: the broken one is quarantined instead,
-// and pi keeps using the JSONL, as it would anyway.
-func (r *Repairer) rebuildSidecar(ctx context.Context, s discover.Session, reason string, fs []verify.FsckFinding, fail func(verify.FsckFinding, error)) {
-	if fi, err := os.Lstat(s.Sidecar); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		// pi refuses a symlinked sidecar and no cutover replaces one: the
-		// link itself (never its target) goes to the quarantine first.
-		target, _ := os.Readlink(s.Sidecar)
-		lock, lerr := r.Lock(ctx, s.Lock)
-		if lerr == nil {
-			_, lerr = r.Q.Move(s.Path, s.Sidecar, "sidecar-symlink",
-				fmt.Sprintf("the sidecar was a symlink to %s, which pi refuses: the link itself is kept here, its target is untouched", target))
-			_ = lock.Unlock()
-		}
-		if lerr != nil {
-			for _, f := range fs {
-				if f.Action == verify.ActionRebuild || f.Action == verify.ActionRefresh {
-					fail(f, fmt.Errorf("quarantine the symlinked sidecar: %w", lerr))
-				}
-			}
-			return
-		}
-	}
-	err := r.Rebuild(ctx, s, reason)
-	if err == nil {
-		return
-	}
-	if readers.AsRefused(err) == nil || !exists(s.Sidecar) {
+// pipeline (which verifies and cuts over, the old sidecar — a store, or a
+// file, FIFO or symlink at its path — going to the quarantine: Cutover);
+// the caller holds the session lock. When the reference refuses the
+// source, no sidecar can be built from it: the broken one is quarantined
+// instead, and pi keeps using the JSONL, as it would anyway. A source
+// that cannot be read now (an I/O error, a lock: readers.AsVerdict) is no
+// refusal: the sidecar stays. Every move is reported through moved.
+func (r *Repairer) rebuildSidecar(ctx context.Context, s discover.Session, reason string, fs []verify.FsckFinding,
+	fail func(verify.FsckFinding, error), moved func(path, dst, detail string)) {
+	failAll := func(err error) {
 		for _, f := range fs {
 			if f.Action == verify.ActionRebuild || f.Action == verify.ActionRefresh {
 				fail(f, err)
 			}
 		}
+	}
+	displaced, err := r.Rebuild(ctx, s, reason)
+	if displaced != "" {
+		moved(s.Sidecar, displaced, "the old sidecar, displaced by its rebuild from the source ("+reason+")")
+	}
+	if err == nil {
 		return
 	}
-	lock, lerr := r.Lock(ctx, s.Lock)
-	if lerr == nil {
-		_, lerr = r.Q.Move(s.Path, s.Sidecar, "sidecar",
-			"the sidecar could not be rebuilt because its source is refused ("+err.Error()+"); pi uses the JSONL")
-		_ = lock.Unlock()
+	if readers.AsVerdict(err) == nil || !exists(s.Sidecar) {
+		failAll(err)
+		return
 	}
-	if lerr != nil {
-		for _, f := range fs {
-			if f.Action == verify.ActionRebuild || f.Action == verify.ActionRefresh {
-				fail(f, fmt.Errorf("%w; quarantining the sidecar failed too: %w", err, lerr))
-			}
-		}
+	dst, qerr := r.Q.Move(s.Path, s.Sidecar, "sidecar",
+		"the sidecar could not be rebuilt because its source is refused ("+err.Error()+"); pi uses the JSONL")
+	if dst != "" {
+		moved(s.Sidecar, dst, "the sidecar, which cannot be rebuilt: its source is refused ("+err.Error()+")")
+	}
+	if qerr != nil {
+		failAll(fmt.Errorf("%w; quarantining the sidecar failed too: %w", err, qerr))
 	}
 }
 

@@ -185,7 +185,7 @@ func walkStoreSeeing(out *findings, root, path string, fi os.FileInfo, opt Accep
 	if seen != nil {
 		seen(path)
 	}
-	if !checkEntry(out, fi, path, opt) {
+	if dir := checkEntry(out, fi, path, opt); !checkType(out, root, path, fi) || !dir {
 		return
 	}
 	entries, err := os.ReadDir(path)
@@ -241,6 +241,69 @@ func checkEntry(out *findings, fi os.FileInfo, path string, opt AcceptOptions) b
 		}
 	}
 	return mode.IsDir()
+}
+
+// storeType is what a named entry of a store must be, and what it is
+// worth when it is not: the class it gives the store ("" for a problem
+// pi's open does not meet) and why.
+type storeType struct {
+	dir   bool
+	class Class
+	why   string
+}
+
+// expectedType returns the type the store entry at path must have; ok is
+// false for an entry the format does not name. pi's preflight requires the
+// manifest, the index and every segment to be regular files and segments/
+// and index/ directories, and the reference's open for inspection requires
+// checkpoints/, migrations/ and tmp/ to be directories (FORMAT.md §1, §11):
+// those make the store corrupt. pi's status does not look at the mutation
+// lock or the ledger, but every change it makes to the store takes the one
+// and appends to the other: those are problems of the class migrated.
+func expectedType(root, path string) (storeType, bool) {
+	r := rel(root, path)
+	switch {
+	case r == store.ManifestName, r == store.IndexDir+"/"+store.IndexName, r == store.SourceStateName:
+		return storeType{class: ClassCorrupt, why: "pi refuses the store"}, true
+	case strings.HasPrefix(r, store.SegmentsDir+"/") && strings.HasSuffix(r, ".seg") && !strings.Contains(r[len(store.SegmentsDir)+1:], "/"):
+		return storeType{class: ClassCorrupt, why: "pi refuses the store"}, true
+	case r == store.MutationLockName:
+		return storeType{why: "every change pi makes to the store takes this lock, and would fail"}, true
+	case r == store.MigrationsDir+"/"+store.LedgerName:
+		return storeType{why: "the store's migration ledger is lost, and every append to it would fail"}, true
+	}
+	for _, d := range store.StoreDirs {
+		if r == d {
+			return storeType{dir: true, class: ClassCorrupt, why: "pi refuses the store"}, true
+		}
+	}
+	return storeType{}, false
+}
+
+// checkType checks that a named entry of the store that is a directory or
+// a regular file (checkEntry reports the rest) has its type, and that the
+// store's ledger is not empty: the migration that built the store wrote its
+// events there (issue 32 §3: verify and fsck saw none of these). It
+// reports false when the entry has the wrong type (not to be walked into).
+func checkType(out *findings, root, path string, fi os.FileInfo) bool {
+	want, ok := expectedType(root, path)
+	if !ok || !fi.IsDir() && !fi.Mode().IsRegular() {
+		return true
+	}
+	if want.dir != fi.IsDir() {
+		is, should := "a directory", "a regular file"
+		if want.dir {
+			is, should = "a regular file", "a directory"
+		}
+		out.add(Finding{Code: CodeWrongType, Class: want.class, Path: path,
+			Detail: fmt.Sprintf("%s is %s, not %s: %s", rel(root, path), is, should, want.why), Repair: RepairRebuild})
+		return false
+	}
+	if rel(root, path) == store.MigrationsDir+"/"+store.LedgerName && fi.Size() == 0 {
+		out.add(Finding{Code: CodeLedgerEmpty, Path: path,
+			Detail: "the store's migration ledger is empty: the events of the migration that built the store are gone", Repair: RepairRebuild})
+	}
+	return true
 }
 
 // fromProblem maps a store.Check problem to a finding; ok is false for the

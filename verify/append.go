@@ -167,6 +167,7 @@ func seeNames(out *findings, root string, names []string, opt AcceptOptions) []d
 			continue
 		}
 		checkEntry(out, fi, p, opt)
+		checkType(out, root, p, fi)
 		if k, ok := discover.FileKeyOf(fi); ok && keys != nil {
 			keys = append(keys, k)
 		} else {

@@ -73,6 +73,10 @@ const (
 	CodeSessionID        = "acceptance.session-id"
 	CodeSourceFormat     = "acceptance.source-format"
 	CodeRollbackIntent   = "acceptance.rollback-intent"
+	// CodeWrongType: a named entry of the store is a directory where a
+	// regular file belongs, or the reverse (its Class says whether pi's
+	// open meets it).
+	CodeWrongType = "acceptance.wrong-type"
 
 	CodeIndexMissing        = "index.missing"
 	CodeIndexMissingSegment = "index.missing-segment"
@@ -84,6 +88,7 @@ const (
 	CodeIndexUncovered      = "index.uncovered"
 	CodeSegmentTorn         = "segment.torn-tail"
 	CodeSegmentInvalid      = "segment.invalid"
+	CodeSegmentBytes        = "segment.bytes-mismatch"
 	CodeManifestMissing     = "manifest.missing"
 	CodeManifestInvalid     = "manifest.invalid"
 	CodeManifestMismatch    = "manifest.mismatch"
@@ -97,6 +102,7 @@ const (
 	CodeCheckpoint          = "checkpoint.invalid"
 	CodeLedger              = "ledger.invalid"
 	CodeLedgerTorn          = "ledger.torn-tail"
+	CodeLedgerEmpty         = "ledger.empty"
 	CodeSourceStateInvalid  = "fingerprint.state-invalid"
 	CodeSourceStale         = "fingerprint.stale"
 	CodeSourceChanged       = "fingerprint.changed"

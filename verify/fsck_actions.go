@@ -2,6 +2,8 @@ package verify
 
 import (
 	"strings"
+
+	"pisess/readers"
 )
 
 // Repair texts of fsck's own actions, worded once.
@@ -12,7 +14,21 @@ const (
 	repairAcknowledge   = "fsck --repair: copy the line to the quarantine and acknowledge it with a journal note (the journal is never rewritten)"
 	repairRebuild       = "fsck --repair: rebuild the sidecar from its source (the old one goes to the quarantine)"
 	repairRefresh       = "pisess migrate (refresh), or fsck --repair: rebuild the stale sidecar from its source"
+	// RepairUnreadable is the repair of a source that could not be read
+	// (readers.Class.Transient): no verdict on the session, nothing
+	// pisess can mend; the next run reads it again.
+	RepairUnreadable = "cannot repair: the source could not be read (an error of this run, not a verdict on the session); " +
+		"fix the cause (permission, open-file limit, disk, a lock another process holds) and run again"
 )
+
+// unreadableSource reports whether a finding's code is a source error of
+// a transient class (source.io, source.locked): a failure of the run that
+// met it, which every command counts as a problem, never a refusal
+// (issue 32 §2).
+func unreadableSource(code string) bool {
+	c, ok := strings.CutPrefix(code, "source.")
+	return ok && readers.Class(c).Transient()
+}
 
 // actionFor maps a verify finding to the repair fsck applies to it (FORMAT.md
 // §11 and the fsck section of the rollback/fsck issue). The rule: mend in
@@ -23,6 +39,8 @@ const (
 // repaired by pisess at all.
 func actionFor(f Finding) (RepairAction, string) {
 	switch {
+	case unreadableSource(f.Code):
+		return ActionNone, RepairUnreadable
 	case strings.HasPrefix(f.Code, "source."):
 		return ActionNone, RepairSource
 	}
@@ -78,7 +96,7 @@ func fromVerify(f Finding) FsckFinding {
 		Action:  action,
 		Repair:  repair,
 	}
-	if strings.HasPrefix(f.Code, "source.") {
+	if strings.HasPrefix(f.Code, "source.") && !unreadableSource(f.Code) {
 		// pi keeps using such a session as JSONL: reported, not a
 		// problem of the store system (else every tree holding a
 		// session the reference cannot migrate would fail fsck forever).

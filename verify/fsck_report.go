@@ -56,6 +56,11 @@ const (
 	CodeTreeStaleLock = "tree.stale-lock" // .pisess/lock names a holder that died holding it
 	CodeTreeJournal   = "tree.journal-line"
 	CodeTreeUnknown   = "tree.unreadable" // something in the tree fsck could not examine
+	CodeTreeWrongType = "tree.wrong-type" // .pisess, its lock or its journal is not of its type
+	// CodeMoved is a move fsck --repair made that no other finding names
+	// (the sidecar a rebuild displaced into the quarantine): every move
+	// is reported.
+	CodeMoved = "fsck.moved"
 )
 
 // FsckFinding is one thing fsck found: the file, the check that failed

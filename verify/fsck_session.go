@@ -54,6 +54,11 @@ func (c fsckCheck) check(ctx context.Context, s discover.Session) (Class, []Fsck
 	if s.Refusal != nil {
 		add(refusalFinding(s.Refusal))
 	}
+	if s.ReadError != nil {
+		// Discovery could not read the header: a problem of this run,
+		// never "not a session" nor a refusal (issue 32 §2, §3).
+		add(sourceErrorFinding(s.Path, s.ReadError))
+	}
 	class := ClassUnmigrated
 	if s.Refusal == nil || s.Refusal.Class == discover.ClassSymlinkAncestor {
 		rep, err := Status(s.Path)
@@ -104,25 +109,47 @@ func refusalFinding(r *readers.RefusedError) FsckFinding {
 // reports the reader's refusal, if any, as a notice: pi keeps using such
 // a session as JSONL, and pisess migrate would refuse it for this reason.
 func (c fsckCheck) sourceRefusal(ctx context.Context, s discover.Session) *FsckFinding {
+	if r := stagingNameRefusal(s.Path); r != nil {
+		f := sourceErrorFinding(s.Path, r)
+		return &f
+	}
 	src, err := s.Open()
 	if err == nil {
 		defer src.Close()
-		for err == nil {
+		for seq := uint64(1); err == nil; seq++ {
 			if err = ctx.Err(); err != nil {
 				return nil
 			}
-			_, err = src.Next()
+			var e readers.Entry
+			if e, err = src.Next(); err == nil {
+				if r := frameRefusal(s.Path, e, seq); r != nil {
+					err = r
+				}
+			}
 		}
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 	}
-	f := FsckFinding{Code: CodeUnchecked, Path: s.Path, Detail: err.Error(), Action: ActionNone,
-		Repair: RepairSource, Notice: true}
+	f := sourceErrorFinding(s.Path, err)
+	return &f
+}
+
+// sourceErrorFinding reports an error met reading a session's source: the
+// reference's refusal as a notice (pi keeps using such a session as
+// JSONL), any other error — an I/O error, a resource limit, a lock
+// (readers.Class.Transient), an error that is no refusal at all — as a
+// problem that nothing but its cause's end mends (issue 32 §2).
+func sourceErrorFinding(path string, err error) FsckFinding {
+	if r := readers.AsVerdict(err); r != nil {
+		return FsckFinding{Code: SourceCode(string(r.Class)), Path: r.Path, Line: r.Line, Detail: r.Reason,
+			Action: ActionNone, Repair: RepairSource, Notice: true}
+	}
+	f := FsckFinding{Code: CodeUnchecked, Path: path, Detail: err.Error(), Action: ActionNone, Repair: RepairUnreadable}
 	if r := readers.AsRefused(err); r != nil {
 		f.Code, f.Path, f.Line, f.Detail = SourceCode(string(r.Class)), r.Path, r.Line, r.Reason
 	}
-	return &f
+	return f
 }
 
 // againstSource verifies a sidecar the reference calls migrated against
@@ -132,12 +159,7 @@ func (c fsckCheck) sourceRefusal(ctx context.Context, s discover.Session) *FsckF
 func (c fsckCheck) againstSource(ctx context.Context, s discover.Session) []FsckFinding {
 	src, err := s.Open()
 	if err != nil {
-		f := FsckFinding{Code: CodeUnchecked, Path: s.Path, Detail: err.Error(), Action: ActionNone,
-			Repair: RepairSource, Notice: true}
-		if r := readers.AsRefused(err); r != nil {
-			f.Code, f.Path, f.Line, f.Detail = SourceCode(string(r.Class)), r.Path, r.Line, r.Reason
-		}
-		return []FsckFinding{f}
+		return []FsckFinding{sourceErrorFinding(s.Path, err)}
 	}
 	defer src.Close()
 	opt := Options{SourcePath: s.Path}

@@ -47,7 +47,7 @@ type StatusReport struct {
 // looks for a partial store: anything in the tree it cannot open.
 var preflightCodes = map[string]bool{
 	CodeSymlinkAncestor: true, CodeSymlink: true, CodeSpecialFile: true,
-	CodeNotDirectory: true, CodeUnreadable: true, CodeOwner: true,
+	CodeNotDirectory: true, CodeUnreadable: true, CodeOwner: true, CodeWrongType: true,
 }
 
 // classify applies the reference's order (FORMAT.md §9): a tree pi cannot
@@ -63,7 +63,7 @@ func classify(list []Finding) Class {
 		return false
 	}
 	switch {
-	case has(func(f Finding) bool { return preflightCodes[f.Code] }):
+	case has(func(f Finding) bool { return preflightCodes[f.Code] && f.Class == ClassCorrupt }):
 		return ClassCorrupt
 	case has(func(f Finding) bool { return f.Class == ClassPartial }):
 		return ClassPartial
@@ -386,4 +386,36 @@ func fastManifest(out *findings, st *store.Store, root, sessionPath, headerID st
 			Detail: fmt.Sprintf("the manifest counts %d entries and the index is empty or missing", m.Counters.EntriesTotal), Repair: RepairRebuildIndex})
 	}
 	checkIdentity(out, st, root, sessionPath, AcceptOptions{HeaderID: headerID})
+	segmentBytes(out, root, m.Counters.BytesTotal)
+}
+
+// segmentBytes adds a corrupt finding when the segments' sizes add up to
+// fewer bytes than the frames the manifest counts: a segment cut back into
+// earlier frames (issue 32 §3: status said migrated, migrate skipped it).
+// Bytes beyond the counted frames are left to Status: an append cut short
+// leaves them (pi's, or a refresh in place that failed and marked the
+// sidecar dirty, which migrate refreshes). Sizes only, from lstat:
+// StatusFast reads no frame. (The finer check, each segment against the
+// index's rows, is Status's, through store.Check.)
+func segmentBytes(out *findings, root string, want uint64) {
+	dir := store.SegmentsPath(root)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return // missing or unreadable: the walk said so
+	}
+	var got uint64
+	for _, e := range entries {
+		if !e.Type().IsRegular() || filepath.Ext(e.Name()) != ".seg" {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return
+		}
+		got += uint64(fi.Size())
+	}
+	if got < want {
+		out.add(Finding{Code: CodeSegmentBytes, Class: ClassCorrupt, Path: dir,
+			Detail: fmt.Sprintf("the segments hold %d bytes, fewer than the %d bytes of frames the manifest counts", got, want), Repair: RepairRebuild})
+	}
 }

@@ -91,7 +91,7 @@ func AppendInPlace(ctx context.Context, dir string, open OpenAppended, opt InPla
 	if max <= 0 {
 		max = MaxInPlaceBytes
 	}
-	entries, err := readAppended(ctx, src, w, max)
+	entries, err := readAppended(ctx, src, w, max, opt.SourcePath)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append in place %s: %w", dir, err)
 	}
@@ -103,7 +103,7 @@ func AppendInPlace(ctx context.Context, dir string, open OpenAppended, opt InPla
 	for _, e := range entries {
 		row, err := w.Append(e.ID, e.ParentID, e.Type, e.Payload)
 		if err != nil {
-			return AppendResult{}, fmt.Errorf("append in place %s: entry %d (%s): %w", dir, e.Position, e.ID, err)
+			return AppendResult{}, fmt.Errorf("append in place %s: entry %d (%s): %w", dir, e.Position, e.ID, frameRefusal(err, e, opt.SourcePath))
 		}
 		res.Appended = append(res.Appended, AppendedEntry{ID: e.ID, ParentID: e.ParentID, Type: e.Type, PayloadSHA256: wire.PayloadSHA256(e.Payload)})
 		if opt.Progress != nil {
@@ -126,7 +126,7 @@ func AppendInPlace(ctx context.Context, dir string, open OpenAppended, opt InPla
 
 // readAppended reads every entry src has left, each checked as w's Append
 // would check it, holding at most max bytes of payloads.
-func readAppended(ctx context.Context, src readers.Source, w *store.Writer, max int) ([]readers.Entry, error) {
+func readAppended(ctx context.Context, src readers.Source, w *store.Writer, max int, sourcePath string) ([]readers.Entry, error) {
 	var out []readers.Entry
 	var held int
 	for {
@@ -141,7 +141,7 @@ func readAppended(ctx context.Context, src readers.Source, w *store.Writer, max 
 			return nil, fmt.Errorf("read source: %w", err)
 		}
 		if err := w.Appendable(e.ID, e.ParentID, e.Type, e.Payload); err != nil {
-			return nil, fmt.Errorf("entry %d (%s): %w", e.Position, e.ID, err)
+			return nil, fmt.Errorf("entry %d (%s): %w", e.Position, e.ID, frameRefusal(err, e, sourcePath))
 		}
 		if held += len(e.Payload); held > max {
 			return nil, ErrTooMuchAppended

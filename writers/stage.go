@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"pisess/readers"
@@ -46,6 +49,9 @@ type StageOptions struct {
 	// store (store.Options.BaseVouched), whose frames are then only
 	// CRC-checked, not parsed, while they are copied.
 	BaseVouched bool
+	// SourcePath names the session in the refusals Stage returns (see
+	// Stage); "" leaves them without a path.
+	SourcePath string
 }
 
 // StageResult describes the store Stage wrote.
@@ -83,6 +89,14 @@ type StageResult struct {
 // may hold a partial store, which the caller owns and must quarantine or
 // remove (it is a staging directory, invisible to pi by its name). A
 // cancelled ctx stops it between two entries with ctx's error.
+//
+// Two failures are the reference's refusals of the session, whatever the
+// machine, and come back as a *readers.RefusedError in the chain (besides
+// the source's own): an entry whose frame is over the reference's segment
+// size (wire.MaxSegmentBytes; a smaller opt.MaxSegmentBytes is the
+// caller's choice, and its failure a plain error), and a staging directory
+// whose name is too long for the file system (ENAMETOOLONG: the reference
+// names its staging directory the same way).
 func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions) (res StageResult, err error) {
 	h := src.Header()
 	so := store.Options{MaxSegmentBytes: opt.MaxSegmentBytes, Clock: opt.Clock, Ops: opt.Ops}
@@ -91,6 +105,11 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 	}
 	w, err := store.Create(dir, so)
 	if err != nil {
+		if errors.Is(err, syscall.ENAMETOOLONG) {
+			name := filepath.Base(dir)
+			sidecar, _, _ := strings.Cut(name, ".staging.")
+			err = readers.NameTooLong(opt.SourcePath, sidecar, len(name), err)
+		}
 		return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
 	}
 	defer func() {
@@ -108,7 +127,7 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 			digest.Add(e.ID, e.ParentID, e.Type)
 			row, err := w.Append(e.ID, e.ParentID, e.Type, e.Payload)
 			if err != nil {
-				return StageResult{}, fmt.Errorf("stage %s: entry %d (%s): %w", dir, e.Position, e.ID, err)
+				return StageResult{}, fmt.Errorf("stage %s: entry %d (%s): %w", dir, e.Position, e.ID, frameRefusal(err, e, opt.SourcePath))
 			}
 			if opt.Progress != nil {
 				opt.Progress(int64(row.ByteLength))
@@ -132,6 +151,21 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 	}
 	st.EntryDigest = digest.Sum()
 	return st, nil
+}
+
+// frameRefusal returns err, an Append's, as the reference's refusal of the
+// session when it is a frame over the reference's segment size (see Stage),
+// else err itself.
+func frameRefusal(err error, e readers.Entry, sourcePath string) error {
+	var big *store.FrameTooLargeError
+	if !errors.As(err, &big) || big.Bytes <= wire.MaxSegmentBytes {
+		return err
+	}
+	size := fmt.Sprintf("%d bytes", big.Bytes)
+	if big.AtLeast {
+		size = "more than " + size
+	}
+	return readers.FrameTooLarge(sourcePath, e.Position, e.ID, size, wire.MaxSegmentBytes, err)
 }
 
 // finish writes the manifest, the events and the source state, and seals.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"pisess/readers"
 	"pisess/writers/store"
@@ -52,7 +51,7 @@ func StageAppend(ctx context.Context, base string, open OpenAppended, dir string
 	res, err := stageAppend(ctx, base, open, dir, opt)
 	if opt.BaseVouched && errors.Is(err, store.ErrBaseLinksNeeded) {
 		// dir is this call's own partial store: start it over.
-		if rerr := os.RemoveAll(dir); rerr != nil {
+		if rerr := opt.Ops.RemoveAll(dir); rerr != nil {
 			return AppendResult{}, fmt.Errorf("stage %s: %w (and %v)", dir, err, rerr)
 		}
 		opt.BaseVouched = false
@@ -89,7 +88,7 @@ func stageAppend(ctx context.Context, base string, open OpenAppended, dir string
 		}
 		row, err := w.Append(e.ID, e.ParentID, e.Type, e.Payload)
 		if err != nil {
-			return AppendResult{}, fmt.Errorf("stage %s: entry %d (%s): %w", dir, e.Position, e.ID, err)
+			return AppendResult{}, fmt.Errorf("stage %s: entry %d (%s): %w", dir, e.Position, e.ID, frameRefusal(err, e, opt.SourcePath))
 		}
 		res.Appended = append(res.Appended, AppendedEntry{ID: e.ID, ParentID: e.ParentID, Type: e.Type, PayloadSHA256: wire.PayloadSHA256(e.Payload)})
 		if opt.Progress != nil {

@@ -93,7 +93,7 @@ func Build(ctx context.Context, opt BuildOptions) (BuildReport, error) {
 		err = install(staging, out, replace)
 	}
 	if err != nil {
-		if rerr := os.RemoveAll(staging); rerr != nil {
+		if rerr := durable.OS.RemoveAll(staging); rerr != nil {
 			log.Warn().Err(rerr).Str("staging", staging).Msg("could not remove the staging directory")
 		}
 		return BuildReport{}, fmt.Errorf("build: %w", err)
@@ -165,7 +165,7 @@ func install(staging, out string, replace bool) error {
 		}
 		return err
 	}
-	return os.RemoveAll(backup)
+	return durable.OS.RemoveAll(backup)
 }
 
 // hex32 is a fresh UUID as 32 lower-case hex digits, the suffix FORMAT.md §1

@@ -43,7 +43,7 @@ type treeCaches struct {
 
 func loadTreeCaches(root string, j verify.FreshJudges) *treeCaches {
 	return &treeCaches{
-		refusals: startLoading(func() *ledger.RefusalCache { return ledger.LoadRefusalCache(root) }),
+		refusals: startLoading(func() *ledger.RefusalCache { return ledger.LoadRefusalCache(root, isVerdict) }),
 		fresh:    startLoading(func() *verify.FreshCache { return verify.LoadFreshCache(root, j) }),
 		records:  startLoading(func() *ledger.RefreshRecords { return ledger.LoadRefreshRecords(root) }),
 	}
@@ -88,6 +88,11 @@ func planWithCache(jb *job, force bool) {
 	jb.plan = planSession(s, force, jb.fresh)
 }
 
+// isVerdict says which refusals the refusal cache may hold: the
+// reference's verdicts on a session's bytes, never an error of one run
+// (readers.Class.Transient).
+func isVerdict(class string) bool { return !readers.Class(class).Transient() }
+
 // recordRefusal updates the refusal cache c with a session's outcome: a
 // refusal found by reading the session is remembered with the identity
 // taken before the read (a write during the read changes it, so the
@@ -95,7 +100,7 @@ func planWithCache(jb *job, force bool) {
 func recordRefusal(c *ledger.RefusalCache, jb job, res SessionResult) {
 	switch {
 	case jb.fromCache || !jb.hasIdentity || jb.session.Rel == "":
-	case res.Outcome == OutcomeRefused && jb.plan.action != PlanRefuse && res.Error != nil:
+	case res.Outcome == OutcomeRefused && jb.plan.action != PlanRefuse && res.Error != nil && isVerdict(res.Error.Class):
 		c.Remember(jb.session.Rel, jb.identity, res.Error.Class, res.Error.Line, res.Reason)
 	case res.Outcome == OutcomeDone || res.Outcome == OutcomeSkipped:
 		c.Forget(jb.session.Rel)

@@ -44,7 +44,10 @@
 // A staging store is written without a single fsync: it is invisible to
 // pi until its rename. It is sealed by one syncfs (durable's seal: an
 // fsync of each file elsewhere than Linux), which concurrent sessions
-// share (a seal lingers sealLinger for others to join). Once sealed, its
+// share (a seal lingers sealLinger for others to join). The seal's
+// descriptor is opened before the store's first byte is written
+// (durable.OpenSeal), so that its syncfs reports the writeback error of
+// any of its files, whoever saw it first. Once sealed, its
 // segments and index are dropped from the page cache (durable's
 // DropCached, posix_fadvise POSIX_FADV_DONTNEED, on Linux): verification
 // has read them back and the next to read them is pi, later, so migrating

@@ -170,7 +170,17 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 		out.Sessions = tr.sessions(ctx)
 		return out, ctx.Err()
 	}
-	if err := ledger.CheckPisessDir(t.Root); err != nil {
+	var mended []ledger.Mended
+	if r.opt.Repair {
+		// Before the lock, which an object of the wrong type keeps
+		// anyone from taking (and so, no other run holds it).
+		mended = ledger.MendPisess(r.opt.Ops, t.Root, r.cid)
+		if n := len(mended); n > 0 && mended[n-1].Err != nil {
+			out.Findings = append(out.Findings, mendedFindings(mended)...)
+			return out, nil
+		}
+	}
+	if err := ledger.CheckPisessObjects(t.Root); err != nil {
 		return out, err
 	}
 	var (
@@ -187,13 +197,36 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 		return out, fmt.Errorf("fsck %s: %w", t.Root, err)
 	}
 	defer lock.Unlock()
-	return r.treeLocked(ctx, t, stale)
+	return r.treeLocked(ctx, t, stale, mended)
+}
+
+// mendedFindings reports the objects of .pisess/ that fsck --repair found
+// of the wrong type: each moved aside (repaired), or left with the command
+// that moves it by hand.
+func mendedFindings(mended []ledger.Mended) []FsckFinding {
+	var out []FsckFinding
+	for _, m := range mended {
+		f := FsckFinding{Code: verify.CodeTreeWrongType, Path: m.Path, Action: ActionQuarantine,
+			Detail: fmt.Sprintf("%s, not %s: pisess keeps %s there", m.Is, m.Want, m.Role),
+			Repair: "fsck --repair: move it aside into the quarantine and start afresh"}
+		if m.Err != nil {
+			f.RepairError = m.Err.Error()
+			f.Repair = "cannot repair: fsck could not move it aside; by hand: " + m.Hand()
+		} else {
+			f.Repaired = true
+			f.Detail += "; moved to " + m.To
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // treeLocked checks (and repairs) tree t, whose lock the caller holds;
-// stale is the holder text of a dead run whose lock was taken over. The
-// self-healing of migrate calls it too, under migrate's lock.
-func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string) (FsckTree, error) {
+// stale is the holder text of a dead run whose lock was taken over, and
+// mended the objects of .pisess/ that fsck --repair moved aside before it
+// took the lock. The self-healing of migrate calls it too, under
+// migrate's lock.
+func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string, mended []ledger.Mended) (FsckTree, error) {
 	out := FsckTree{Root: t.Root, Findings: []FsckFinding{}, Sessions: []FsckSession{}, Skipped: append([]discover.Skipped{}, t.Skipped...)}
 	j, err := ledger.OpenJournalWith(r.opt.Ops, t.Root)
 	if err != nil {
@@ -210,6 +243,18 @@ func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string)
 			Root: t.Root, Journal: j, Q: q, Lock: tr.lock, Rebuild: tr.rebuild}
 	}
 
+	if len(mended) > 0 {
+		found := mendedFindings(mended)
+		for i, m := range mended {
+			// The new journal's first records say where the old objects went.
+			n := ledger.Note{Kind: ledger.NoteRepair, Path: m.Path,
+				Detail: fmt.Sprintf("fsck moved aside %s, which was %s, not %s, to %s", m.Path, m.Is, m.Want, m.To)}
+			if err := tr.repairs.Q.Note(n); err != nil {
+				found[i].Repaired, found[i].RepairError = false, err.Error()
+			}
+		}
+		out.Findings = append(out.Findings, found...)
+	}
 	if stale != "" {
 		f := verify.StaleLockFinding(t.Root, stale)
 		if tr.repairs != nil {
@@ -346,6 +391,9 @@ func (r *FsckReport) total() {
 	count := func(fs []FsckFinding) {
 		for _, f := range fs {
 			switch {
+			case f.Code == verify.CodeMoved:
+				// A record of what a repair moved, not a problem found.
+				t.Moved++
 			case f.Notice:
 				t.Notices++
 			case f.Repaired:
@@ -380,4 +428,7 @@ type FsckTotals struct {
 	Repaired int                  `json:"repaired"`
 	Left     int                  `json:"left"`
 	Notices  int                  `json:"notices"`
+	// Moved counts what the repairs moved into the quarantine that no
+	// finding names (verify.CodeMoved: the sidecars rebuilds displaced).
+	Moved int `json:"moved,omitempty"`
 }

@@ -52,7 +52,7 @@ func heal(ctx context.Context, log zerolog.Logger, opt MigrateOptions, t discove
 		Clock: clock, Ops: opt.Ops}, log: &log, cid: cid, total: len(sel.Sessions)}
 	log.Warn().Str("tree", t.Root).Str("healCorrelationId", cid).Int("sessions", len(sel.Sessions)).
 		Int("orphans", len(sel.Leftovers)).Msg("an interrupted run left staging/backup directories: repairing them as fsck --repair would")
-	out, err := r.treeLocked(ctx, sel, stale)
+	out, err := r.treeLocked(ctx, sel, stale, nil)
 	rep := &HealReport{CorrelationID: cid, StaleLock: stale, Tree: out}
 	return rep, err
 }

@@ -8,9 +8,11 @@ import (
 	"testing"
 
 	"pisess/ledger"
+	"pisess/readers"
 	"pisess/readers/discover"
 	"pisess/rollback"
 	"pisess/verify"
+	"pisess/writers/wire"
 )
 
 // deadRunTree migrates sessions a and b, then leaves what a pisess run
@@ -140,6 +142,42 @@ func TestMigrateHealsOnlyWhatIsPisesss(t *testing.T) {
 		t.Errorf("a staging directory not recognisably pisess's was touched: %v", err)
 	}
 	if s := migResult(t, rep, a); s.Action != PlanNeedsRepair || !strings.Contains(s.Reason, "fsck --repair") {
+		t.Errorf("a: %+v", s)
+	}
+}
+
+// TestMigrateHealsStagingNamedAfterItsPlan: a staging directory a run
+// could not remove (EMFILE, EIO) holds no ledger to say whose it is; its
+// name, rollback.StagingPath of a migration the journal planned, does: the
+// next run heals it (quarantined) and migrates the session, where before
+// it was left, needs repair, on every run (issue 32 §2).
+func TestMigrateHealsStagingNamedAfterItsPlan(t *testing.T) {
+	root := t.TempDir()
+	a, _ := migSession(t, root, "a", 3)
+	const mid = "6f1c2a7e-5b3d-4c8e-9a1f-0d2e3c4b5a69"
+	sidecar := discover.SidecarPath(a)
+	staging := rollback.StagingPath(sidecar, mid)
+	if err := os.MkdirAll(filepath.Join(staging, "segments"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	j, err := ledger.OpenJournal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.AppendEvents(true, wire.MigrationEvent{MigrationID: mid, Phase: wire.PhasePlanned, At: "2026-01-01T00:00:00.000Z",
+		SourcePath: a, TargetPath: sidecar, SourceFormat: wire.SourceFormat(readers.FormatJSONLv3), TargetFormat: wire.FormatNativeV2,
+		Outcome: wire.OutcomeOK, CorrelationID: "emfile-run-0001"}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	rep := migRun(t, migOptions(root))
+	if len(rep.Healed) != 1 {
+		t.Fatalf("healed: %+v", rep.Healed)
+	}
+	if _, err := os.Lstat(staging); !os.IsNotExist(err) {
+		t.Errorf("the staging directory of a planned migration was not healed (%v)", err)
+	}
+	if s := migResult(t, rep, a); s.Outcome != OutcomeDone {
 		t.Errorf("a: %+v", s)
 	}
 }

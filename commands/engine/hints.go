@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"pisess/ledger"
 	"pisess/readers/discover"
 )
 
@@ -31,7 +32,7 @@ func treeArgs(trees []string) string {
 			return ""
 		}
 		b.WriteString(" --tree ")
-		b.WriteString(shellQuote(t))
+		b.WriteString(ledger.ShellQuote(t))
 	}
 	return b.String()
 }
@@ -52,16 +53,7 @@ func RepairHint(trees []string) string {
 	b.WriteString("pisess fsck --repair")
 	for _, t := range trees {
 		b.WriteString(" ")
-		b.WriteString(shellQuote(t))
+		b.WriteString(ledger.ShellQuote(t))
 	}
 	return b.String()
-}
-
-// shellQuote quotes s for a POSIX shell when it holds anything but the
-// characters paths usually have.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@,=") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -210,9 +210,60 @@ type Env struct {
 	// waitAside, when set (fsck's rebuilds), runs a wait for a lock
 	// without the session's place in its caller's pool.
 	waitAside func(wait func())
+	// sessionLocked says the caller holds the session lock for the whole
+	// build (fsck --repair holds it from its check to its rebuild): the
+	// build takes none.
+	sessionLocked bool
 	// onOpened, when set (a test's seams.opened), is called with the
 	// session's path when its source has had its first pass.
 	onOpened func(path string)
+	// leftovers, when set, holds the staging directories a session could
+	// not remove (EMFILE, EIO): the run tries again once every session
+	// has ended (retryRemovals).
+	leftovers *leftovers
+}
+
+// leftovers are directories of pisess's own (staging stores) that a
+// session failed to remove.
+type leftovers struct {
+	ops   durable.Ops
+	mu    sync.Mutex
+	paths []string
+}
+
+// removeStaging removes a staging directory of the session's; one that
+// cannot be removed now is left for the end of the run (Env.leftovers),
+// and, failing that, for the next run's heal (rollback.StagingPath names
+// it after a migration the journal planned).
+func (e Env) removeStaging(path string) {
+	// By descriptor: a parent swapped for a symlink is never followed.
+	err := e.Ops.RemoveAll(path)
+	if err == nil {
+		return
+	}
+	e.Log.Debug().Err(err).Str("staging", path).Msg("staging directory not removed: tried again at the end of the run")
+	if e.leftovers != nil {
+		e.leftovers.mu.Lock()
+		e.leftovers.paths = append(e.leftovers.paths, path)
+		e.leftovers.mu.Unlock()
+	}
+}
+
+// retry removes the directories left, once the sessions that held the
+// run's descriptors have ended; what still cannot be removed is logged
+// and left for the next run's heal.
+func (l *leftovers) retry(log zerolog.Logger) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range l.paths {
+		if err := l.ops.RemoveAll(p); err != nil {
+			log.Warn().Err(err).Str("staging", p).Msg("staging directory left: the next run's heal quarantines it")
+		}
+	}
+	l.paths = nil
 }
 
 // opened tells runJobs the session's source has had its first pass: it
@@ -548,7 +599,8 @@ func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
 	}
 	r.env = Env{Clock: opt.Clock, Ops: ops, MaxSegmentBytes: opt.MaxSegmentBytes,
 		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: r.log,
-		InPlace: !opt.KeepDisplaced && !opt.CopyRefresh, onOpened: opt.seams.openedHook()}
+		InPlace: !opt.KeepDisplaced && !opt.CopyRefresh, onOpened: opt.seams.openedHook(),
+		leftovers: &leftovers{ops: ops}}
 	var dq *rollback.Discarder
 	if !opt.DryRun && !opt.KeepDisplaced {
 		dq = rollback.NewDiscarder(opt.CorrelationID, func() string { return wire.FormatTimestamp(r.env.now()) })
@@ -577,6 +629,7 @@ func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
 		unfinished.Add(-1)
 		rep.ended(i, res)
 	})
+	r.env.leftovers.retry(r.log)
 	<-planReported
 	if dq == nil {
 		return rollback.DiscardResults{}

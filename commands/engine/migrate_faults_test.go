@@ -50,6 +50,10 @@ func TestMigrateInjectedFaults(t *testing.T) {
 		// syncfs on its directory, which reports the writeback error of
 		// any of its files.
 		{"EIO on the staging seal", durable.FaultRule{Op: durable.FaultSync, Pattern: "*.v2.staging.*", Err: syscall.EIO}, false, false, false},
+		// A segment whose writeback fails before the seal (the kernel
+		// wrote it back early, and something else saw the error first):
+		// only a seal opened before the write hears of it (issue 32 §4).
+		{"EIO on a segment's write-back", durable.FaultRule{Op: durable.FaultWriteback, Pattern: "*.seg", Err: syscall.EIO}, false, false, false},
 		{"EACCES on the manifest temp rename", durable.FaultRule{Op: durable.FaultRename, Pattern: "manifest.json.tmp", Err: syscall.EACCES}, false, false, false},
 		{"EACCES on the staging to sidecar rename", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.staging.*", Err: syscall.EACCES}, false, false, false},
 		{"EACCES on the staging to sidecar rename, refresh", durable.FaultRule{Op: durable.FaultRename, Pattern: "*.v2.staging.*", Err: syscall.EACCES}, true, false, false},
@@ -64,6 +68,7 @@ func TestMigrateInjectedFaults(t *testing.T) {
 		// the one sync of the sidecar directory.
 		{"EIO on the sidecar seal, in place", durable.FaultRule{Op: durable.FaultSync, Pattern: "victim.v2", Err: syscall.EIO}, true, false, true},
 		{"ENOSPC on source-state.json, in place", durable.FaultRule{Op: durable.FaultWrite, Pattern: "source-state.json", Err: syscall.ENOSPC}, true, false, true},
+		{"EIO on a segment's write-back, in place", durable.FaultRule{Op: durable.FaultWriteback, Pattern: "*.seg", Err: syscall.EIO}, true, false, true},
 		{"EACCES on the manifest temp rename, in place", durable.FaultRule{Op: durable.FaultRename, Pattern: "manifest.json.tmp", Err: syscall.EACCES}, true, false, true},
 	}
 	for _, tt := range tests {

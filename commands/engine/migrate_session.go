@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/google/uuid"
 
@@ -16,6 +17,7 @@ import (
 	"pisess/readers/discover"
 	"pisess/readers/jsonl"
 	"pisess/readers/normalize"
+	"pisess/readers/privtmp"
 	"pisess/rollback"
 	"pisess/verify"
 	"pisess/writers"
@@ -39,6 +41,9 @@ type plan struct {
 	// refusal is the planned refusal when discovery's Refusal is nil (a
 	// header version other than 3), so that the report names its line.
 	refusal *readers.RefusedError
+	// failure, when set, is the session's failure found while planning
+	// (its status could not be taken): nothing is read or written.
+	failure *ErrorInfo
 }
 
 const sqliteNote = "pi's resume reads sidecars of JSONL sessions only: this sidecar is for pisess and future readers"
@@ -55,10 +60,14 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 	case s.Refusal != nil:
 		p.action, p.reason = PlanRefuse, s.Refusal.Reason
 		return p
+	case s.ReadError != nil:
+		return unreadHeader(s, p, s.ReadError)
 	case s.Format == readers.FormatJSONLv3 && s.Version != 3:
-		p.action = PlanRefuse
-		p.refusal = legacyRefusal(s)
-		p.reason = p.refusal.Reason
+		r := legacyRefusal(s)
+		if r.Transient() {
+			return unreadHeader(s, p, r)
+		}
+		p.action, p.refusal, p.reason = PlanRefuse, r, r.Reason
 		return p
 	case s.SidecarIsSymlink:
 		p.action, p.reason = PlanNeedsRepair, "the sidecar is a symlink: pi can never open it; fsck --repair quarantines it"
@@ -85,9 +94,13 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 	}
 	st, err := fc.Status(s)
 	if err != nil {
-		p.action, p.reason = PlanNeedsRepair, "status: "+err.Error()
+		// A status that cannot be taken (an lstat or open that failed)
+		// says nothing about the sidecar: a failure of this run, tried
+		// again by the next, never advice to repair (issue 32 §2).
+		p.action, p.reason = PlanRefresh, "the sidecar's status could not be read"
+		p.failure = &ErrorInfo{Class: string(wire.ErrorClassIOFailure), Message: "status: " + err.Error()}
 		if force {
-			p.action, p.reason = PlanRefresh, "status could not be read; rebuilt from the source (--force)"
+			p.reason, p.failure = "status could not be read; rebuilt from the source (--force)", nil
 		}
 		return p
 	}
@@ -99,6 +112,12 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 	switch st.Class {
 	case verify.ClassMigrated:
 		p.action, p.reason = PlanSkip, "the sidecar is fresh"
+		if len(st.Findings) > 0 {
+			// Fresh, and pi opens it, but broken where pi's next change
+			// to it would fail (a mutation lock or ledger of the wrong
+			// type, an empty ledger): not a sidecar to skip.
+			p.action, p.reason = PlanNeedsRepair, "the sidecar is fresh"+first+": pisess fsck --repair rebuilds it"
+		}
 		if force {
 			p.action, p.reason = PlanRefresh, "the sidecar is fresh; rebuilt anyway (--force)"
 		}
@@ -126,6 +145,20 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 			p.action, p.reason = PlanRefresh, fmt.Sprintf("the sidecar is %s%s; rebuilt from the source (--force)", st.Class, first)
 		}
 	}
+	return p
+}
+
+// unreadHeader plans a session whose header could not be read (EACCES,
+// EMFILE, EIO: a readers.Class.Transient error): its version is unknown,
+// so no refusal can be read from it, and nothing is known of its sidecar's
+// freshness. It is a failure of this run, counted, and read again by the
+// next (issue 32 §2), never a refusal.
+func unreadHeader(s discover.Session, p plan, r *readers.RefusedError) plan {
+	p.action, p.reason = PlanMigrate, "its header could not be read"
+	if s.Sidecar != "" {
+		p.action = PlanRefresh
+	}
+	p.failure = &ErrorInfo{Class: string(wire.ErrorClassIOFailure), Message: r.Error(), Line: r.Line}
 	return p
 }
 
@@ -161,7 +194,7 @@ func (p plan) runs() bool {
 	case PlanSkip, PlanNeedsRepair, PlanRefuse:
 		return false
 	}
-	return true
+	return p.failure == nil
 }
 
 // decided returns the result of a session whose plan is its result (skip,
@@ -171,6 +204,11 @@ func decided(s discover.Session, p plan) (SessionResult, bool) {
 		return SessionResult{}, false
 	}
 	res := planned(s, p)
+	switch {
+	case p.failure != nil:
+		res.Outcome, res.Error = OutcomeFailed, p.failure
+		return res, true
+	}
 	switch p.action {
 	case PlanSkip:
 		res.Outcome = OutcomeSkipped
@@ -246,6 +284,9 @@ type session struct {
 	// their metadata when it looked at each (verify.Report.Keys).
 	verifiedNames []string
 	verifiedKeys  []discover.FileKey
+	// seal is the session's durable.Seal, opened before its first write
+	// (nil in a dry run, which makes nothing durable).
+	seal *durable.Seal
 }
 
 func (x *session) event(phase wire.Phase, v wire.Verification, outcome wire.Outcome, class wire.ErrorClass) wire.MigrationEvent {
@@ -313,7 +354,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	if err := x.progress(x.event(wire.PhasePlanned, none, wire.OutcomeOK, "")); err != nil {
 		return fail(res, "operational", err)
 	}
-	if !env.DryRun {
+	if !env.DryRun && !env.sessionLocked {
 		lock, err := lockAside(ctx, env.Ops, s.Lock, env.LockTimeout, env.aside)
 		if errors.Is(err, durable.ErrLockTimeout) {
 			res.Outcome = OutcomeBusy
@@ -328,6 +369,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		}
 		defer lock.Unlock()
 	}
+	defer func() { x.seal.Close() }() // the last one opened (openSeal)
 	if r, ok := x.refreshAppended(ctx, res); ok {
 		return r
 	}
@@ -344,20 +386,27 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	}
 	stagingParent := filepath.Dir(x.sidecar)
 	if env.DryRun {
-		tmp, err := os.MkdirTemp("", "pisess-dry-run-")
+		// A private directory of the run's own, flocked while it is used:
+		// one a killed dry run leaves is removed by the next pisess
+		// (privtmp.Sweep; issue 32 §3).
+		tmp, err := privtmp.Make("", privtmp.PrefixDryRun)
 		if err != nil {
 			return fail(res, "operational", fmt.Errorf("dry run: %w", err))
 		}
-		defer os.RemoveAll(tmp)
-		stagingParent = tmp
+		defer func() {
+			if err := tmp.Remove(); err != nil {
+				env.Log.Warn().Err(err).Str("dir", tmp.Path).Msg("dry run's staging directory left: the next run removes it")
+			}
+		}()
+		stagingParent = tmp.Path
 	}
-	staging := filepath.Join(stagingParent, filepath.Base(x.sidecar)+".staging."+strings.ReplaceAll(uuid.NewString(), "-", ""))
+	staging := filepath.Join(stagingParent, filepath.Base(rollback.StagingPath(x.sidecar, x.migrationID)))
 	keep := false
 	defer func() {
 		if !keep {
 			// A staging directory is pisess's own partial output,
 			// invisible to pi by its name: nothing of the user's is in it.
-			_ = os.RemoveAll(staging)
+			env.removeStaging(staging)
 		}
 	}()
 
@@ -381,12 +430,18 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 			Reason: fmt.Sprintf("session id %q is not a UUID: the reference's manifest requires one (pi allows custom ids); the session stays on its JSONL", id)})
 	}
 	durable.Failpoint(fpBeforeStage)
+	if !env.DryRun {
+		if err := x.openSeal(staging, true); err != nil {
+			src.Close()
+			return x.refusedOrFailed(res, err)
+		}
+	}
 	// The staging store is written without a single fsync and sealed
 	// once, after its ledger and source state, before the cutover: it is
 	// invisible to pi until then (issue 14).
 	sops := env.Ops
 	sops.DeferSync = true
-	st, err := writers.Stage(ctx, src, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, Verified: true})
+	st, err := writers.Stage(ctx, src, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, Verified: true, SourcePath: s.Path})
 	rec := verify.Staged{HeaderID: src.Header().ID, SourceFormat: src.Header().Format,
 		Entries: st.Entries, ChainHash: st.ChainHash, EntryDigest: st.EntryDigest}
 	if err == nil {
@@ -427,8 +482,11 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	res.Verification = &VerificationInfo{EntryCountMatch: v.EntryCountMatch, HashChainMatch: v.HashChainMatch, IndexConsistent: v.IndexConsistent}
 	if err != nil {
 		if errors.Is(err, verify.ErrNotVerified) {
-			_ = x.journal(x.event(wire.PhaseIntegrityCheck, v, wire.OutcomeFatalError, wire.ErrorClassIntegrityMismatch))
-			return x.failed(res, wire.ErrorClassIntegrityMismatch, v, fmt.Errorf("%w: %s", err, firstFindings(vrep.Findings, 3)))
+			err = fmt.Errorf("%w: %s", err, firstFindings(vrep.Findings, 3))
+			if jerr := x.journal(x.event(wire.PhaseIntegrityCheck, v, wire.OutcomeFatalError, wire.ErrorClassIntegrityMismatch)); jerr != nil {
+				err = fmt.Errorf("%w (and %v)", err, jerr)
+			}
+			return x.failed(res, wire.ErrorClassIntegrityMismatch, v, err)
 		}
 		return x.refusedOrFailed(res, err)
 	}
@@ -442,6 +500,36 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	}
 
 	return x.install(ctx, res, staging, passed, v, uid, gid, func() error { return sourceUnchanged(s.Path, rec) }, st, &keep)
+}
+
+// openSeal opens the session's seal (durable.Seal) on dir, the store
+// about to be written (made first, empty, when create), before the first
+// byte of it is written, so that the seal's syncfs reports the writeback
+// error of any of them, whoever saw it first (issue 32 §4). A seal opened
+// before (a refresh that fell back to a staging copy) is closed.
+func (x *session) openSeal(dir string, create bool) error {
+	if create {
+		// Not synced: the seal makes the directory's creation durable
+		// with the store, as Stage's own mkdir would.
+		ops := x.env.Ops
+		ops.DeferSync = true
+		if err := ops.MkdirPrivate(dir); err != nil {
+			if errors.Is(err, syscall.ENAMETOOLONG) {
+				// The reference names its staging directory so too
+				// (writers.Stage says the same).
+				name := filepath.Base(dir)
+				return readers.NameTooLong(x.s.Path, filepath.Base(x.sidecar), len(name), err)
+			}
+			return fmt.Errorf("staging %s: %w", dir, err)
+		}
+	}
+	seal, err := x.env.Ops.OpenSeal(dir)
+	if err != nil {
+		return err
+	}
+	x.seal.Close()
+	x.seal = seal
+	return nil
 }
 
 // install is the end of every build, full or incremental: the staging
@@ -469,7 +557,7 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 	}
 	durable.Failpoint(fpAfterSourceState)
 	env.yield()
-	if err := env.Ops.SealTree(staging); err != nil {
+	if _, _, err := env.Ops.SealWith(x.seal, staging); err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("staging: %w", err))
 	}
 	durable.Failpoint(fpAfterStagingSeal)
@@ -490,6 +578,7 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 		if _, statErr := os.Lstat(staging); statErr != nil {
 			*installed = true // renamed into place: nothing to clean
 		}
+		res.Displaced = cut.Displaced // where the old sidecar is kept, if it was moved
 		return x.failed(res, wire.ErrorClassAtomicityViolation, v, fmt.Errorf("cutover: %w", err))
 	}
 	*installed = true
@@ -507,7 +596,10 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 		res.Notes = append(res.Notes, cut.Warning)
 	}
 	if err := x.progress(x.event(wire.PhaseCompleted, v, wire.OutcomeOK, "")); err != nil {
-		res.Notes = append(res.Notes, "installed, but "+err.Error())
+		// The journal holds the cutover's intent without its outcome: the
+		// next run reads it as unfinished, and a rollback of this run
+		// cannot tell what it did. Not a session to report done.
+		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("the sidecar is installed, but %w", err))
 	}
 	durable.Failpoint(fpAfterCompleted)
 	res.Outcome = OutcomeDone
@@ -595,16 +687,23 @@ func sameFingerprint(a, b wire.SourceFingerprint) bool {
 	return a.FileIdentity == nil || *a.FileIdentity == *b.FileIdentity
 }
 
-// refusedOrFailed turns a reader refusal into a refused result (recorded
-// as a failed event: the run cannot migrate the session) and anything else
-// into a failure.
+// refusedOrFailed turns the reference's verdict on the session's bytes
+// into a refused result (recorded as a failed event: the run cannot
+// migrate the session) and anything else into a failure of this run: an
+// I/O or resource error, or a lock another process holds, even when a
+// reader reported it as a *readers.RefusedError (readers.AsVerdict), is
+// counted and tried again by the next run, never remembered (issue 32 §2).
 func (x *session) refusedOrFailed(res SessionResult, err error) SessionResult {
-	if r := readers.AsRefused(err); r != nil {
-		_ = x.journal(x.event(wire.PhaseFailed, wire.Verification{}, wire.OutcomeFatalError, wire.ErrorClassIntegrityMismatch))
+	if r := readers.AsVerdict(err); r != nil {
 		res.Outcome = OutcomeRefused
 		res.Action = PlanRefuse
 		res.Reason = r.Reason
 		res.Error = refusedInfo(r, r.Reason)
+		if jerr := x.journal(x.event(wire.PhaseFailed, wire.Verification{}, wire.OutcomeFatalError, wire.ErrorClassIntegrityMismatch)); jerr != nil {
+			// The refusal stands; the journal that could not say so is a
+			// failure of the run.
+			return fail(res, string(wire.ErrorClassIOFailure), fmt.Errorf("%s (and %w)", r.Error(), jerr))
+		}
 		return res
 	}
 	return x.failed(res, wire.ErrorClassIOFailure, wire.Verification{}, err)
@@ -623,7 +722,8 @@ func firstFindings(list []verify.Finding, n int) string {
 }
 
 // legacyRefusal says why the reference will not migrate a JSONL session
-// whose header is not a plain version 3, and whether `pisess upgrade` can
+// whose header is not a plain version 3 (or returns the transient error
+// that kept it from reading the header), and whether `pisess upgrade` can
 // help: only when pi itself reads the file as version 1 or 2 (pi's rule:
 // the last "version" member, `version ?? 1`, below 3) does pi rewrite it,
 // and so can the upgrade. The reason is the reference's own (a duplicate
@@ -635,6 +735,9 @@ func legacyRefusal(s discover.Session) *readers.RefusedError {
 	}
 	if _, _, err := jsonl.Sniff(s.Path); err != nil {
 		if r := readers.AsRefused(err); r != nil {
+			if r.Transient() {
+				return r // no verdict: the header could not be read now
+			}
 			class, reason = r.Class, r.Reason
 		}
 	}

@@ -6,15 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
-
-	"github.com/google/uuid"
 
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/jsonl"
 	"pisess/readers/normalize"
+	"pisess/rollback"
 	"pisess/verify"
 	"pisess/writers"
 	"pisess/writers/durable"
@@ -73,12 +70,12 @@ func (x *session) refreshAppended(ctx context.Context, res SessionResult) (Sessi
 			return res, false
 		}
 	}
-	staging := filepath.Join(filepath.Dir(x.sidecar), filepath.Base(x.sidecar)+".staging."+strings.ReplaceAll(uuid.NewString(), "-", ""))
+	staging := rollback.StagingPath(x.sidecar, x.migrationID)
 	installed := false
 	defer func() {
 		if !installed {
 			// pisess's own partial output, invisible to pi by its name.
-			_ = os.RemoveAll(staging)
+			env.removeStaging(staging)
 		}
 	}()
 	fallback := func(err error) (SessionResult, bool) {
@@ -88,13 +85,16 @@ func (x *session) refreshAppended(ctx context.Context, res SessionResult) (Sessi
 	var src *jsonl.AppendSource
 	open := x.openAppended(rec, sum, &src)
 	durable.Failpoint(fpBeforeStage)
+	if err := x.openSeal(staging, true); err != nil {
+		return fallback(err)
+	}
 	sops := env.Ops
 	sops.DeferSync = true // sealed once by install, as the full build's
 	// A record with the manifest's digest vouches for the sidecar's
 	// manifest and index (compared below, before anything is used): its
 	// frames then need only their CRCs.
 	vouched := rec.ManifestSHA256 != ""
-	ar, err := writers.StageAppend(ctx, x.sidecar, open, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, BaseVouched: vouched})
+	ar, err := writers.StageAppend(ctx, x.sidecar, open, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, BaseVouched: vouched, SourcePath: s.Path})
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return x.failed(res, wire.ErrorClassIOFailure, wire.Verification{}, err), true

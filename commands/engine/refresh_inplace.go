@@ -71,11 +71,15 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec led
 		return rollback.PrepareInPlace(spec)
 	}
 	durable.Failpoint(fpBeforeStage)
+	if err := x.openSeal(x.sidecar, false); err != nil {
+		env.Log.Debug().Str("session", s.Path).Err(err).Msg("seal: refresh through a staging copy")
+		return res, inPlaceStaged
+	}
 	sops := env.Ops
 	sops.DeferSync = true // sealed once below
 	var names []string    // the vouched names, for the verification
 	ar, err := writers.AppendInPlace(ctx, x.sidecar, x.openAppended(rec, sum, &src), writers.InPlaceOptions{
-		StageOptions: writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops}, Prepare: prepare,
+		StageOptions: writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, SourcePath: x.s.Path}, Prepare: prepare,
 		Vouched: func() ([]string, bool) {
 			var ok bool
 			names, ok = env.Fresh.FramesVouched(s)
@@ -116,7 +120,7 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec led
 	if err := ledger.ReplaceStoreEventsWith(sops, x.sidecar, x.storeEvents(v)...); err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("store ledger: %w", err)), inPlaceDone
 	}
-	dev, whole, err := env.Ops.SealFilesystem(x.sidecar)
+	dev, whole, err := env.Ops.SealWith(x.seal, x.sidecar)
 	if err != nil {
 		return x.failed(res, wire.ErrorClassIOFailure, v, fmt.Errorf("sidecar: %w", err)), inPlaceDone
 	}

@@ -97,9 +97,18 @@ func Status(ctx context.Context, opt StatusOptions) (StatusReport, error) {
 	}
 	rep := StatusReport{Sessions: []StatusEntry{}, Totals: map[verify.Class]int{}, Skipped: []discover.Skipped{}}
 	for _, t := range trees {
-		rep.Trees = append(rep.Trees, statusTree(t.Root))
+		// A journal status cannot read is said (exit 8, naming it), not
+		// shown as a tree without runs (issue 32 §4).
+		st, err := statusTree(t.Root)
+		if err != nil {
+			return rep, fmt.Errorf("status %s: %w", t.Root, err)
+		}
+		rep.Trees = append(rep.Trees, st)
 		rep.Skipped = append(rep.Skipped, t.Skipped...)
-		last := ledger.LastMigrations(t.Root)
+		last, err := ledger.LastMigrations(t.Root)
+		if err != nil {
+			return rep, fmt.Errorf("status %s: %w", t.Root, err)
+		}
 		for _, s := range t.Sessions {
 			if err := ctx.Err(); err != nil {
 				return rep, err
@@ -116,13 +125,17 @@ func Status(ctx context.Context, opt StatusOptions) (StatusReport, error) {
 
 // statusTree reads a tree's journal for its runs and sizes its journal
 // and quarantine (read-only: a tree without .pisess has none).
-func statusTree(root string) StatusTree {
+func statusTree(root string) (StatusTree, error) {
 	st := StatusTree{Root: root}
 	if fi, err := os.Lstat(ledger.JournalPath(root)); err == nil {
 		st.JournalBytes = fi.Size()
 	}
 	st.QuarantineBytes = ledger.DirBytes(filepath.Join(root, ledger.PisessDir, ledger.QuarantineDir))
-	if runs, _, err := ledger.JournalRuns(root); err == nil && len(runs) > 0 {
+	runs, _, err := ledger.JournalRuns(root)
+	if err != nil {
+		return st, err
+	}
+	if len(runs) > 0 {
 		st.Runs = len(runs)
 		last := runs[0]
 		for _, r := range runs[1:] {
@@ -132,7 +145,7 @@ func statusTree(root string) StatusTree {
 		}
 		st.LastRun = &last
 	}
-	return st
+	return st, nil
 }
 
 // statusOf is one session's entry.

@@ -97,6 +97,12 @@ type Session struct {
 	// Refusal is set when pisess must not migrate the session; nil when
 	// discovery found no reason (the reader may still refuse it).
 	Refusal *readers.RefusedError
+	// ReadError is set when discovery could not read the file's header (an
+	// I/O error or a resource limit: readers.RefusedError.Transient): a
+	// failure of this run, never a refusal, and Version is then unknown
+	// (0). The reader meets the error again when it opens the session, or
+	// reads it if the cause has passed.
+	ReadError *readers.RefusedError
 }
 
 // SidecarPath returns <dir>/<stem>.v2 for a session file path: the file
@@ -402,11 +408,6 @@ const (
 // addPending adds the pending candidates, their headers read on sniffers
 // goroutines, in the order they were listed.
 func (w *walker) addPending() {
-	type header struct {
-		ok         bool
-		version    int
-		id, reason string
-	}
 	todo := make([]int, 0, len(w.pending))
 	queued := make(map[string]bool, len(w.pending))
 	perTree := map[*Tree]int{}
@@ -422,7 +423,7 @@ func (w *walker) addPending() {
 			todo = append(todo, i)
 		}
 	}
-	headers := make([]header, len(w.pending))
+	headers := make([]sniffed, len(w.pending))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(sniffers, len(todo)) {
@@ -431,8 +432,7 @@ func (w *walker) addPending() {
 			defer wg.Done()
 			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
 				p := w.pending[todo[k]]
-				h := &headers[todo[k]]
-				h.ok, h.version, h.id, h.reason = w.sniff(p.t, p.c, p.st)
+				headers[todo[k]] = w.sniff(p.t, p.c, p.st)
 			}
 		}()
 	}
@@ -444,7 +444,7 @@ func (w *walker) addPending() {
 			continue
 		}
 		delete(queued, p.c.path)
-		w.addCandidate(p.t, p.l, p.st, p.c, p.ancestor, h.ok, h.version, h.id, h.reason)
+		w.addCandidate(p.t, p.l, p.st, p.c, p.ancestor, h)
 	}
 	w.pending = nil
 }
@@ -466,11 +466,11 @@ func (w *walker) headersFor(t *Tree) Headers {
 // sniff is the package's sniff, unless the tree's header cache knows the
 // file as it is now. Safe on several goroutines once every tree's cache
 // was asked for (headersFor, from tree).
-func (w *walker) sniff(t *Tree, c candidate, st string) (ok bool, version int, id, reason string) {
+func (w *walker) sniff(t *Tree, c candidate, st string) sniffed {
 	if h := w.headers[t.Root]; h != nil && t.SymlinkAncestor == "" && c.key != (FileKey{}) {
 		if rel, err := filepath.Rel(t.Root, c.path); err == nil {
 			if v, ok := h.Header(rel, c.key); ok {
-				return true, v, "", ""
+				return sniffed{ok: true, version: v}
 			}
 		}
 	}
@@ -604,7 +604,7 @@ func (w *walker) addFile(t *Tree, path string) error {
 
 // addCandidate adds one session file of listing l to tree t; ancestor is
 // the symlinked directory above it, "" when there is none.
-func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate, ancestor string, sniffed bool, version int, id, reason string) {
+func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate, ancestor string, h sniffed) {
 	if w.seen[c.path] {
 		return
 	}
@@ -628,11 +628,11 @@ func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate, ances
 		// Never sniffed: that would read through the link.
 		s.Refusal = &readers.RefusedError{Path: c.path, Class: readers.ClassSymlink, Reason: ReasonSymlink}
 	} else {
-		if !sniffed {
-			t.Skipped = append(t.Skipped, Skipped{Path: c.path, Kind: SkipNotSession, Reason: reason})
+		if !h.ok {
+			t.Skipped = append(t.Skipped, Skipped{Path: c.path, Kind: SkipNotSession, Reason: h.reason})
 			return
 		}
-		s.Version, s.HeaderID = version, id
+		s.Version, s.HeaderID, s.ReadError = h.version, h.id, h.readErr
 		switch {
 		case ancestor != "":
 			s.Refusal = &readers.RefusedError{Path: c.path, Class: ClassSymlinkAncestor,
@@ -661,7 +661,7 @@ func jsonlTwin(l *listing, st string) (string, bool) {
 		if c.symlink {
 			return c.path, true
 		}
-		if ok, _, _, _ := sniff(c.path, readers.FormatJSONLv3); ok {
+		if sniff(c.path, readers.FormatJSONLv3).ok {
 			return c.path, true
 		}
 	}

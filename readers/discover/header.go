@@ -3,6 +3,7 @@ package discover
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 
 	"pisess/readers"
@@ -16,6 +17,10 @@ import (
 // the source's header alone. A SQLite session is opened whole (its reader
 // copies the database first).
 func ReadHeader(path string) (readers.Header, error) {
+	if err := sourceFault("open", path); err != nil {
+		return readers.Header{}, &readers.RefusedError{Path: path, Class: readers.ClassIO, Err: err,
+			Reason: "open: " + (&fs.PathError{Op: "open", Path: path, Err: err}).Error()}
+	}
 	if filepath.Ext(path) == ExtSQLite {
 		src, err := openSQLite(path)
 		if err != nil {

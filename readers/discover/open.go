@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"io/fs"
 	"path/filepath"
 
 	"pisess/readers"
@@ -13,6 +14,10 @@ import (
 func OpenSource(path string) (readers.Source, error) { return openSource(path, jsonl.Options{}) }
 
 func openSource(path string, opt jsonl.Options) (readers.Source, error) {
+	if err := sourceFault("open", path); err != nil {
+		return nil, &readers.RefusedError{Path: path, Class: readers.ClassIO, Err: err,
+			Reason: "open: " + (&fs.PathError{Op: "open", Path: path, Err: err}).Error()}
+	}
 	switch filepath.Ext(path) {
 	case ExtJSONL:
 		src, err := jsonl.Open(path, opt)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"syscall"
 
@@ -12,37 +13,58 @@ import (
 	"pisess/writers/wire"
 )
 
+// sniffed is what the header of a candidate session file said.
+type sniffed struct {
+	// ok: the file is a session of the format wanted, even one the reader
+	// will refuse (a bad header field, an unknown version), or one that
+	// could not be read now (readErr).
+	ok      bool
+	version int
+	// id is the header's session id when it was read without error.
+	id string
+	// reason says why a file is not a session (when !ok).
+	reason string
+	// readErr is set when the header could not be read at all (an I/O
+	// error, a resource limit: readers.Class.Transient): nothing is known
+	// of the file's content, so it is neither a session refused nor "not a
+	// session"; the reader meets the error again, or not, when it opens it.
+	readErr *readers.RefusedError
+}
+
 // sniff tells whether the regular file at path is a session of format
-// want, by its header (never by its name). ok with the header's version
-// for a session, even one the reader will refuse (a bad header field, an
-// unknown version, an unreadable file); !ok with the reason for a file
-// that is not a session at all: empty, a first line that is not a JSON
-// object of type "session", or the other format's magic. id is the
-// header's session id when it was read without error.
-func sniff(path string, want readers.SourceFormat) (ok bool, version int, id, reason string) {
+// want, by its header (never by its name); see [sniffed].
+func sniff(path string, want readers.SourceFormat) sniffed {
 	format, h, err := jsonl.SniffHeader(path)
-	version = h.Version
+	if ferr := sourceFault("sniff", path); ferr != nil && err == nil {
+		err = &readers.RefusedError{Path: path, Class: readers.ClassIO, Err: ferr,
+			Reason: "read: " + (&fs.PathError{Op: "read", Path: path, Err: ferr}).Error()}
+	}
 	if err == nil {
 		if format != want {
-			return false, 0, "", fmt.Sprintf("its content is %s, not %s", format, want)
+			return sniffed{reason: fmt.Sprintf("its content is %s, not %s", format, want)}
 		}
-		return true, version, h.ID, ""
+		return sniffed{ok: true, version: h.Version, id: h.ID}
 	}
 	r := readers.AsRefused(err)
 	switch {
 	case r == nil:
-		return true, version, "", "" // not sniffable now; the reader will say why
+		return sniffed{ok: true, version: h.Version} // not sniffable now; the reader will say why
+	case r.Transient():
+		// Checked before the format: an unreadable .sqlite is a session
+		// this run could not read (EACCES, EIO, EMFILE), not a file known
+		// to hold no database.
+		return sniffed{ok: true, readErr: r}
 	case r.Class == readers.ClassEmptyFile:
-		return false, 0, "", "empty file: no session header"
+		return sniffed{reason: "empty file: no session header"}
 	case want == readers.FormatSQLitev1:
-		return false, 0, "", "not a SQLite database"
-	case r.Class == readers.ClassUnsupportedVer || r.Class == readers.ClassIO:
-		return true, version, "", ""
+		return sniffed{reason: "not a SQLite database"}
+	case r.Class == readers.ClassUnsupportedVer:
+		return sniffed{ok: true, version: h.Version}
 	}
 	if !firstLineIsHeader(path) {
-		return false, 0, "", "first line is not a session header: " + r.Reason
+		return sniffed{reason: "first line is not a session header: " + r.Reason}
 	}
-	return true, version, "", ""
+	return sniffed{ok: true, version: h.Version}
 }
 
 // headerProbeBytes bounds the first-line read of a file that failed to

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"pisess/readers"
+	"pisess/readers/privtmp"
 	"pisess/writers/durable"
 )
 
@@ -24,14 +25,15 @@ const snapshotTries = 5
 
 // snapshot is a private copy of a database and its journals.
 type snapshot struct {
-	dir    string // private temp dir, removed by remove
+	tmp    *privtmp.Dir // private temp dir, removed by remove
+	dir    string
 	db     string // the copy of the database file
 	info   os.FileInfo
 	size   int64
 	digest [32]byte
 }
 
-func (sn *snapshot) remove() error { return os.RemoveAll(sn.dir) }
+func (sn *snapshot) remove() error { return sn.tmp.Remove() }
 
 // fileState is what must not change while the database is copied.
 type fileState struct {
@@ -61,11 +63,13 @@ func takeSnapshot(path, tmpRoot string, busy time.Duration) (*snapshot, error) {
 	}
 	defer lock.unlock()
 
-	dir, err := os.MkdirTemp(tmpRoot, "pisess-sqlite-")
+	// A private directory of this process (privtmp: the copies a killed
+	// run left are removed by the next one).
+	tmp, err := privtmp.Make(tmpRoot, privtmp.PrefixSQLite)
 	if err != nil {
 		return nil, ioRefusal(path, "make private copy directory", err)
 	}
-	sn := &snapshot{dir: dir, db: filepath.Join(dir, "session.sqlite")}
+	sn := &snapshot{tmp: tmp, dir: tmp.Path, db: filepath.Join(tmp.Path, "session.sqlite")}
 	for try := 1; ; try++ {
 		same, err := sn.copyOnce(path, f)
 		if err == nil && same {

@@ -22,7 +22,14 @@
 //
 // Appends (ledger, journal) are whole lines, fsynced before success is
 // reported. A staging store is written without per-file fsyncs and sealed
-// once by [Ops.SyncTree] before it is renamed into place.
+// once by syncfs ([Ops.SealWith]) through a [Seal] opened before its first
+// write, so that a writeback error of any of its files is reported,
+// before it is renamed into place.
+//
+// A directory is removed by descriptor ([Ops.RemoveAll], [RemoveBeneath]):
+// its parent opened without a symlink in any component, every name
+// unlinked in the directory it was listed in, a symlink unlinked, never
+// followed.
 //
 // # What pi demands (FORMAT.md §1, §11)
 //

@@ -51,33 +51,15 @@ func (o Ops) SealTree(root string) error {
 // began (syncfs), so that a caller need not fsync another file of that
 // filesystem written before; else only root's tree (the fallback).
 func (o Ops) SealFilesystem(root string) (dev uint64, whole bool, err error) {
-	d, err := o.openFile(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	// A seal opened now covers what was written before only while no one
+	// else has seen a writeback error of it (seal.go): callers that can
+	// open their Seal before writing do, and call SealWith.
+	s, err := o.OpenSeal(root)
 	if err != nil {
-		return 0, false, fmt.Errorf("seal: %w", err)
+		return 0, false, err
 	}
-	defer d.Close()
-	syncfs := o.SyncFS
-	if syncfs == nil {
-		syncfs = osSyncFS
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
-		return 0, false, fmt.Errorf("seal %s: %w", root, err)
-	}
-	dev, whole = uint64(st.Dev), true
-	if o.Seals != nil {
-		err = o.Seals.sync(dev, func() error { return syncfs(d) })
-	} else {
-		err = syncfs(d)
-	}
-	if errors.Is(err, unix.ENOSYS) {
-		o.DeferSync, whole = false, false
-		err = o.syncTree(d)
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("seal %s: %w", root, err)
-	}
-	return dev, whole, nil
+	defer s.Close()
+	return o.SealWith(s, root)
 }
 
 // SyncTree fsyncs every regular file and directory under root, each
@@ -327,6 +309,8 @@ type devSyncs struct {
 	// unsupported: the sync said ENOSYS (no syncfs on this system), so
 	// the callers seal on their own at once rather than linger for it.
 	unsupported bool
+	// waiting are the seals of the callers of syncSeal not yet covered.
+	waiting map[*Seal]bool
 }
 
 // sync returns once a call of fn that began after sync was called has
@@ -334,6 +318,28 @@ type devSyncs struct {
 // of any such call that failed (conservatively: a later success may have
 // written back what a failure could not).
 func (g *SyncGroup) sync(dev uint64, fn func() error) error {
+	return g.syncWith(dev, nil, func(*devSyncs) func() error { return fn })
+}
+
+// syncSeal is sync for the seal s: the syncfs that covers the callers
+// waiting is made on the oldest of their seals (oldest), whose descriptor
+// was opened before any of their writes, so that it reports the writeback
+// error of any of them (Seal).
+func (g *SyncGroup) syncSeal(dev uint64, s *Seal, syncfs func(*os.File) error) error {
+	return g.syncWith(dev, s, func(d *devSyncs) func() error {
+		first := s
+		for w := range d.waiting {
+			if w.seq < first.seq {
+				first = w
+			}
+		}
+		return func() error { return syncfs(first.f) }
+	})
+}
+
+// syncWith is sync with the function run chosen by pick when a sync
+// starts (g.mu held); s, when set, waits in d.waiting until covered.
+func (g *SyncGroup) syncWith(dev uint64, s *Seal, pick func(d *devSyncs) func() error) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.devs == nil {
@@ -341,11 +347,17 @@ func (g *SyncGroup) sync(dev uint64, fn func() error) error {
 	}
 	d := g.devs[dev]
 	if d == nil {
-		d = &devSyncs{cond: sync.NewCond(&g.mu)}
+		d = &devSyncs{cond: sync.NewCond(&g.mu), waiting: map[*Seal]bool{}}
 		g.devs[dev] = d
 	}
 	if d.unsupported {
 		return d.err // the system has no such sync: nothing to wait for
+	}
+	if s != nil {
+		// Its descriptor stays open while it waits: a sync started
+		// meanwhile may be made on it.
+		d.waiting[s] = true
+		defer delete(d.waiting, s)
 	}
 	need := d.started + 1 // one running now began before this call
 	for d.done < need {
@@ -363,6 +375,7 @@ func (g *SyncGroup) sync(dev uint64, fn func() error) error {
 		d.running = true
 		d.started++
 		n := d.started
+		fn := pick(d)
 		g.mu.Unlock()
 		err := fn()
 		g.mu.Lock()

@@ -31,6 +31,30 @@ var ErrUncovered = errors.New("segment bytes not covered by the index")
 // ErrTooLarge is matched by a segment or frame over the store's limit.
 var ErrTooLarge = errors.New("over the segment size limit")
 
+// FrameTooLargeError is an entry whose frame line (newline included) is
+// over the limit: the writer's segment size, or the absolute frame limit
+// (wire.MaxFrameBytes). It matches ErrTooLarge. A frame over
+// wire.MaxSegmentBytes is one the reference refuses too: its migration
+// writes 64 MiB segments and refuses a frame that does not fit one
+// (session_store_v2.rs, validate_encoded_frame_length).
+type FrameTooLargeError struct {
+	Bytes int   // the frame line's length
+	Limit int64 // the limit it is over
+	Kind  string
+	// AtLeast: Bytes is the payload's length, before the frame is made
+	// (Writer.Appendable): the frame line is longer still.
+	AtLeast bool
+}
+
+func (e *FrameTooLargeError) Error() string {
+	if e.AtLeast {
+		return fmt.Sprintf("frame line of more than %d bytes exceeds the %d-byte %s limit: %v", e.Bytes, e.Limit, e.Kind, ErrTooLarge)
+	}
+	return fmt.Sprintf("frame line of %d bytes exceeds the %d-byte %s limit: %v", e.Bytes, e.Limit, e.Kind, ErrTooLarge)
+}
+
+func (e *FrameTooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
 // ErrBaseLinksNeeded is matched by Append on a Writer that Resume made
 // with Options.BaseVouched, for an entry whose parent is a base entry
 // before the last: Resume again without it.

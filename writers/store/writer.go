@@ -340,6 +340,10 @@ func (w *Writer) checkEntry(entryID, parentID, entryType string, payload []byte)
 		return fmt.Errorf("entry type %q is not one of the reference's eight", entryType)
 	case len(payload) < 2 || payload[0] != '{' || payload[len(payload)-1] != '}':
 		return errors.New("payload is not a JSON object")
+	case int64(len(payload)) > w.max:
+		// Its frame is longer still: refused before anything is written
+		// (Appendable), not by Append after the caller prepared the store.
+		return &FrameTooLargeError{Bytes: len(payload), Limit: w.max, Kind: "segment", AtLeast: true}
 	}
 	if w.vouched == nil && w.graph.Has(entryID) {
 		return idgraph.ErrDuplicate
@@ -356,10 +360,10 @@ func (w *Writer) checkEntry(entryID, parentID, entryType string, payload []byte)
 
 func (w *Writer) checkLength(n int) error {
 	if n > wire.MaxFrameBytes {
-		return fmt.Errorf("frame line of %d bytes exceeds the %d-byte frame limit: %w", n, wire.MaxFrameBytes, ErrTooLarge)
+		return &FrameTooLargeError{Bytes: n, Limit: wire.MaxFrameBytes, Kind: "frame"}
 	}
 	if int64(n) > w.max {
-		return fmt.Errorf("frame line of %d bytes exceeds the %d-byte segment limit: %w", n, w.max, ErrTooLarge)
+		return &FrameTooLargeError{Bytes: n, Limit: w.max, Kind: "segment"}
 	}
 	return nil
 }
