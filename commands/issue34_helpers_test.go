@@ -28,13 +28,58 @@ import (
 func genTree(tb testing.TB, n, mb int, seed uint64) string {
 	tb.Helper()
 	bin := fixtures.BuildCommand(tb, "./scripts/gentree")
-	tree := filepath.Join(tb.TempDir(), "sessions")
+	tree := filepath.Join(memTempDir(tb), "sessions")
 	out, err := exec.Command(bin, "-out", tree, "-sessions", strconv.Itoa(n), "-mb", strconv.Itoa(mb),
 		"-seed", strconv.FormatUint(seed, 10)).CombinedOutput()
 	if err != nil {
 		tb.Fatalf("gentree: %v\n%s", err, out)
 	}
 	return tree
+}
+
+// copiesTree writes a tree of n sessions in 40 project directories, each
+// the bundled example session (11 entries, 2.7 kB) under an id of its own:
+// the shape of a large tree at the least cost of making it.
+func copiesTree(tb testing.TB, n int) string {
+	tb.Helper()
+	b, err := os.ReadFile(exampleSession)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	const id = "3f2b8c1e-9a4d-4e6f-8b2a-1c5d7e9f0a1b"
+	if !bytes.Contains(b, []byte(id)) {
+		tb.Fatalf("the example session's id is not %s", id)
+	}
+	tree := filepath.Join(memTempDir(tb), "sessions")
+	for i := range n {
+		dir := filepath.Join(tree, fmt.Sprintf("--home-dev-project%02d--", i%40))
+		if i < 40 {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		own := fmt.Sprintf("%08x-9a4d-4e6f-8b2a-1c5d7e9f0a1b", i)
+		name := filepath.Join(dir, fmt.Sprintf("2026-01-05T10-00-00-000Z_%s.jsonl", own))
+		if err := os.WriteFile(name, bytes.Replace(b, []byte(id), []byte(own), 1), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return tree
+}
+
+// memTempDir is a fresh directory on tmpfs (/dev/shm) when there is one,
+// else t.TempDir(): the trees of thousands of sessions these tests make,
+// migrate and remove cost minutes on a loaded disk and seconds in memory,
+// and what they test is the order of steps, not the disk.
+func memTempDir(tb testing.TB) string {
+	tb.Helper()
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "pisess-test-"); err == nil {
+			tb.Cleanup(func() { os.RemoveAll(d) })
+			return d
+		}
+	}
+	return tb.TempDir()
 }
 
 // child is pisess running in a child process.
