@@ -15,6 +15,7 @@ import (
 
 	"pisess/readers"
 	"pisess/writers/durable"
+	"pisess/writers/wire"
 )
 
 // Classes of the refusals only discovery can decide (a symlinked session
@@ -671,9 +672,29 @@ func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate, ances
 						filepath.Base(twin), st+SidecarSuffix)}
 			}
 		}
+		if s.Refusal == nil {
+			s.Refusal = badSessionID(s)
+		}
 	}
 	w.seen[c.path] = true
 	t.Sessions = append(t.Sessions, s)
+}
+
+// badSessionID refuses a version-3 session whose header id is not a UUID:
+// the reference refuses to write its manifest (FORMAT.md §5), whatever
+// reads it, so every command says so from the header alone (migrate found
+// it only after a first pass over the session, fsck never: issue 34). A
+// legacy header keeps its own refusal (upgrade it first).
+func badSessionID(s Session) *readers.RefusedError {
+	if s.HeaderID == "" || s.Version != 3 || wire.ValidUUID(s.HeaderID) {
+		return nil
+	}
+	line := int64(1) // the header
+	if s.Format == readers.FormatSQLitev1 {
+		line = 0
+	}
+	return &readers.RefusedError{Path: s.Path, Line: line, Class: readers.ClassBadSessionID,
+		Reason: fmt.Sprintf("session id %q is not a UUID: the reference's manifest requires one (pi allows custom ids); the session stays on its JSONL", s.HeaderID)}
 }
 
 // jsonlTwin returns the .jsonl session of the same stem, if there is one:

@@ -653,3 +653,26 @@ func TestWalkContextStops(t *testing.T) {
 		t.Fatalf("WalkContext: %v, %d trees", err, len(trees))
 	}
 }
+
+// TestWalkRefusesANonUUIDSessionID (issue 34 §3): a version-3 session whose
+// header id is not a UUID is refused by discovery at its header, as the
+// reference refuses to write its manifest (FORMAT.md §5), so that migrate,
+// fsck and status give it the same verdict; a legacy header keeps its own
+// (upgrade first).
+func TestWalkRefusesANonUUIDSessionID(t *testing.T) {
+	root := t.TempDir()
+	custom := strings.Replace(header, "3f2b8c1e-9a4d-4e6f-8b2a-1c5d7e9f0a1b", "my-custom-session-id", 1)
+	write(t, filepath.Join(root, "--p--", "custom.jsonl"), custom+entry)
+	write(t, filepath.Join(root, "--p--", "legacy.jsonl"), strings.Replace(custom, `"version":3`, `"version":2`, 1)+entry)
+	write(t, filepath.Join(root, "--p--", "uuid.jsonl"), header+entry)
+	got := sessionsByRel(walkOne(t, root))
+	r := got[filepath.Join("--p--", "custom.jsonl")].Refusal
+	if r == nil || r.Class != readers.ClassBadSessionID || r.Line != 1 || !strings.Contains(r.Reason, "my-custom-session-id") {
+		t.Errorf("custom id: refusal %+v, want bad_session_id at line 1", r)
+	}
+	for _, name := range []string{"legacy.jsonl", "uuid.jsonl"} {
+		if r := got[filepath.Join("--p--", name)].Refusal; r != nil {
+			t.Errorf("%s: refused by discovery: %+v", name, r)
+		}
+	}
+}
