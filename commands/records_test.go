@@ -409,9 +409,9 @@ func TestNoopRunLeavesTheTreeLockAlone(t *testing.T) {
 		}
 		return st
 	}
-	before := stat()
-	time.Sleep(20 * time.Millisecond) // a later change would get a later time
 	for _, args := range [][]string{{"migrate", "-q", tree}, {"fsck", "-q", tree}, {"prune", "-q", "--keep-within", "720h", tree}} {
+		before := stat()
+		time.Sleep(20 * time.Millisecond) // a later change would get a later time
 		if r := pisess(t, args...); r.code != ExitClean || r.stdout+r.stderr != "" {
 			t.Fatalf("%v: %s", args, r)
 		}
