@@ -333,7 +333,7 @@ func TestFreshCacheUntrusted(t *testing.T) {
 	} {
 		e := good
 		change(&e)
-		doc, err := json.Marshal(ledger.StateFile[ledger.FreshEntry]{Version: 1, Sessions: map[string]ledger.FreshEntry{rel: e}})
+		doc, err := json.Marshal(ledger.StateFile[ledger.FreshEntry]{Version: 1, Pisess: ledger.Stamp(), Sessions: map[string]ledger.FreshEntry{rel: e}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,7 +351,7 @@ func TestFreshCacheUntrusted(t *testing.T) {
 		}
 	}
 	// The good entry, unchanged, is trusted: the cache is in use.
-	doc, _ := json.Marshal(ledger.StateFile[ledger.FreshEntry]{Version: 1, Sessions: map[string]ledger.FreshEntry{rel: good}})
+	doc, _ := json.Marshal(ledger.StateFile[ledger.FreshEntry]{Version: 1, Pisess: ledger.Stamp(), Sessions: map[string]ledger.FreshEntry{rel: good}})
 	if err := os.WriteFile(cache, doc, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func TestFreshCacheSymlinked(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "victim.json")
 	// A valid entry for session a: followed, it would make a run skip a
 	// without judging it.
-	doc, err := json.Marshal(ledger.StateFile[ledger.FreshEntry]{Version: 1, Sessions: map[string]ledger.FreshEntry{mustRel(t, root, paths[0]): entryOf(t, paths[0])}})
+	doc, err := json.Marshal(ledger.StateFile[ledger.FreshEntry]{Version: 1, Pisess: ledger.Stamp(), Sessions: map[string]ledger.FreshEntry{mustRel(t, root, paths[0]): entryOf(t, paths[0])}})
 	if err != nil {
 		t.Fatal(err)
 	}

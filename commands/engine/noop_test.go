@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"pisess/fixtures"
+	"pisess/ledger"
 	"pisess/readers/discover"
 	"pisess/verify"
 	"pisess/writers/durable"
@@ -118,8 +120,8 @@ func TestRefusalCacheUntrusted(t *testing.T) {
 	cache := filepath.Join(root, discover.PisessDir, RefusalCacheName)
 	for name, content := range map[string]string{
 		"garbage":     "{not json",
-		"outside":     `{"version":1,"sessions":{"../x.jsonl":{"identity":{},"class":"c","reason":"r"}}}`,
-		"wrong ident": `{"version":1,"sessions":{"--home-u-proj--/refused.jsonl":{"identity":{"ino":1},"class":"c","reason":"forged"}}}`,
+		"outside":     `{"version":1,"pisess":` + strconv.Quote(ledger.Stamp()) + `,"sessions":{"../x.jsonl":{"identity":{},"class":"c","reason":"r"}}}`,
+		"wrong ident": `{"version":1,"pisess":` + strconv.Quote(ledger.Stamp()) + `,"sessions":{"--home-u-proj--/refused.jsonl":{"identity":{"ino":1},"class":"c","reason":"forged"}}}`,
 	} {
 		if err := os.WriteFile(cache, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
