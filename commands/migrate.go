@@ -179,7 +179,8 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 		n    int
 		name string
 	}{{t.Migrated, "migrated"}, {t.Refreshed, "refreshed"}, {t.Verified, "would change (built and verified outside the tree)"}, {t.Skipped, "up to date"},
-		{t.NeedsRepair, "need repair"}, {t.Refused, "refused by the reference (notices)"}, {t.Busy, "busy"}, {t.Failed, "failed"}} {
+		{t.NeedsRepair, "need repair"}, {t.Refused, "refused by the reference (notices)"}, {t.Busy, "busy"}, {t.Failed, "failed"},
+		{t.Interrupted, "interrupted"}, {t.NotStarted, "not started"}} {
 		if kv.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", kv.n, kv.name))
 		}

@@ -1,6 +1,7 @@
 package rollback
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -106,6 +107,7 @@ type Discard struct {
 // between the two leaves an extra copy, never a missing one unrecorded),
 // and meanwhile the notes of the next sessions queue up.
 type Discarder struct {
+	ctx context.Context
 	cid string
 	now func() string
 	in  chan Discard
@@ -123,9 +125,12 @@ type DiscardResults struct {
 }
 
 // NewDiscarder starts the discarder of run cid, whose notes are stamped
-// with now's time.
-func NewDiscarder(cid string, now func() string) *Discarder {
-	d := &Discarder{cid: cid, now: now, in: make(chan Discard, 64), out: make(chan DiscardResults, 1),
+// with now's time. Once ctx is done it discards nothing more (issue 34 §4:
+// an interrupt went on removing every copy queued): a copy whose note is
+// written stays, as after a crash between the two (prune removes it with
+// its run), and one not offered yet is kept like any displaced sidecar.
+func NewDiscarder(ctx context.Context, cid string, now func() string) *Discarder {
+	d := &Discarder{ctx: ctx, cid: cid, now: now, in: make(chan Discard, 64), out: make(chan DiscardResults, 1),
 		known: map[*ledger.Journal]map[string]bool{}}
 	go d.run()
 	return d
@@ -135,6 +140,9 @@ func NewDiscarder(cid string, now func() string) *Discarder {
 // the run) for removal when it is reproducible; the error says why it was
 // kept otherwise (nil when there is nothing to say).
 func (d *Discarder) Offer(i int, x Displaced) error {
+	if d.ctx.Err() != nil {
+		return nil
+	}
 	q, ok, err := reproducibleDisplaced(func() map[string]bool { return d.knownIDs(x.Journal) }, x, d.cid)
 	if err != nil || !ok {
 		return err
@@ -195,6 +203,9 @@ func (d *Discarder) run() {
 		}
 		durable.Failpoint(fpBeforeDiscards)
 		for _, x := range batch {
+			if d.ctx.Err() != nil {
+				break // interrupted: the copies stay (see NewDiscarder)
+			}
 			if err := synced[x.j]; err != nil {
 				res.Kept[x.Job] = fmt.Errorf("journal discarded note: %w", err)
 				continue

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -450,7 +451,7 @@ func TestFreshCacheHeaders(t *testing.T) {
 	if err := c.Save(durable.OS, nil); err != nil {
 		t.Fatal(err)
 	}
-	trees, err := walkRootsWith([]string{root}, discover.Options{Headers: func(r string) discover.Headers { return verify.LoadFreshCache(r, sm.freshJudges()) }})
+	trees, err := walkRootsWith(context.Background(), []string{root}, discover.Options{Headers: func(r string) discover.Headers { return verify.LoadFreshCache(r, sm.freshJudges()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +461,7 @@ func TestFreshCacheHeaders(t *testing.T) {
 		}
 	}
 	migAppend(t, paths[0], migEntryLine(migEntryID(0x200), "", "pi wrote"))
-	trees, err = walkRootsWith([]string{root}, discover.Options{Headers: func(r string) discover.Headers { return verify.LoadFreshCache(r, sm.freshJudges()) }})
+	trees, err = walkRootsWith(context.Background(), []string{root}, discover.Options{Headers: func(r string) discover.Headers { return verify.LoadFreshCache(r, sm.freshJudges()) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,12 @@ const (
 	OutcomeRefused Outcome = "refused"
 	OutcomeBusy    Outcome = "busy"   // the session lock stayed held
 	OutcomeFailed  Outcome = "failed" // an error; nothing installed
+	// An interrupted run (issue 34 §3): a session it was working on
+	// stopped with nothing installed (its records say how far it got); one
+	// it never began has no record at all. Neither is a failure of the
+	// session: the next run does it.
+	OutcomeInterrupted Outcome = "interrupted"
+	OutcomeNotStarted  Outcome = "not_started"
 )
 
 // ErrorInfo is a session's error, for --json.
@@ -116,6 +122,8 @@ type MigrateTotals struct {
 	Refused     int    `json:"refused"`
 	Busy        int    `json:"busy"`
 	Failed      int    `json:"failed"`
+	Interrupted int    `json:"interrupted"`
+	NotStarted  int    `json:"notStarted"`
 	Entries     uint64 `json:"entries"`
 	Bytes       uint64 `json:"bytes"`
 	SourceBytes int64  `json:"sourceBytes"`
@@ -342,7 +350,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		cachesOf: map[string]*treeCaches{}, journals: map[string]*ledger.Journal{}, listed: map[string]map[string]bool{}}
 	tune.EnterRun() // one P more while the work is system calls (commands/tune)
 	defer tune.ExitRun()
-	trees, err := r.walk()
+	trees, err := r.walk(ctx)
 	if err != nil {
 		return r.rep, err
 	}
@@ -406,8 +414,8 @@ type migrateRun struct {
 // session files unchanged since a run judged them (a steady tree is
 // walked without opening its sessions). A second walk (after healing)
 // uses the same.
-func (r *migrateRun) walk() ([]discover.Tree, error) {
-	return walkRootsWith(r.opt.Paths, discover.Options{Headers: func(root string) discover.Headers {
+func (r *migrateRun) walk(ctx context.Context) ([]discover.Tree, error) {
+	return walkRootsWith(ctx, r.opt.Paths, discover.Options{Headers: func(root string) discover.Headers {
 		if r.cachesOf[root] == nil {
 			r.cachesOf[root] = loadTreeCaches(root, r.judges)
 		}
@@ -437,7 +445,7 @@ func (r *migrateRun) lockAndHeal(ctx context.Context, trees []discover.Tree) ([]
 		}
 	}
 	if healed {
-		if trees, err = r.walk(); err != nil {
+		if trees, err = r.walk(ctx); err != nil {
 			return locks, nil, err
 		}
 	}
@@ -505,10 +513,10 @@ func (r *migrateRun) makeJobs(trees []discover.Tree) error {
 // plan plans every job on goroutines of its own (planInto) and sends the
 // bytes the plan will read once it is known; busy is closed when the
 // first session starts.
-func (r *migrateRun) plan(busy <-chan struct{}) <-chan int64 {
+func (r *migrateRun) plan(ctx context.Context, busy <-chan struct{}) <-chan int64 {
 	planned := make(chan int64, 1)
 	go func() {
-		planInto(r.jobs, r.ready, busy, func(i int) {
+		planInto(ctx, r.jobs, r.ready, busy, func(i int) {
 			jb := &r.jobs[i]
 			planWithCache(jb, r.opt.Force)
 			if a := jb.plan.action; jb.refresh != nil && jb.session.Rel != "" && (a == PlanRefresh || a == PlanMigrate) {
@@ -536,7 +544,7 @@ func (r *migrateRun) plan(busy <-chan struct{}) <-chan int64 {
 func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
 	opt := r.opt
 	busy := make(chan struct{}) // closed when the first session starts
-	planned := r.plan(busy)
+	planned := r.plan(ctx, busy)
 	ops := opt.Ops
 	// Sessions not finished yet: a seal lingers only while another one
 	// may come to share it.
@@ -551,7 +559,7 @@ func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
 		InPlace: !opt.KeepDisplaced && !opt.CopyRefresh, onOpened: opt.seams.openedHook()}
 	var dq *rollback.Discarder
 	if !opt.DryRun && !opt.KeepDisplaced {
-		dq = rollback.NewDiscarder(opt.CorrelationID, func() string { return wire.FormatTimestamp(r.env.now()) })
+		dq = rollback.NewDiscarder(ctx, opt.CorrelationID, func() string { return wire.FormatTimestamp(r.env.now()) })
 	}
 	rep := newSessionReporter(len(r.jobs), func(i int, res SessionResult) {
 		if dq != nil {
@@ -694,7 +702,7 @@ func (r *migrateRun) saveCaches() {
 	}
 	wrote := map[string]bool{}
 	for i, jb := range r.jobs {
-		if o := r.rep.Sessions[i].Outcome; o == OutcomeDone || o == OutcomeFailed {
+		if o := r.rep.Sessions[i].Outcome; o == OutcomeDone || o == OutcomeFailed || o == OutcomeInterrupted {
 			wrote[jb.session.Tree] = true
 		}
 	}
@@ -741,12 +749,13 @@ func checkMigrateOptions(opt *MigrateOptions) error {
 }
 
 // walkRoots discovers the trees under paths (the default tree when none).
-func walkRoots(paths []string) ([]discover.Tree, error) {
-	return walkRootsWith(paths, discover.Options{})
+func walkRoots(ctx context.Context, paths []string) ([]discover.Tree, error) {
+	return walkRootsWith(ctx, paths, discover.Options{})
 }
 
-// walkRootsWith is walkRoots with discovery's options.
-func walkRootsWith(paths []string, opt discover.Options) ([]discover.Tree, error) {
+// walkRootsWith is walkRoots with discovery's options. The walk stops
+// when ctx is done (issue 34 §4: an interrupt went on listing the tree).
+func walkRootsWith(ctx context.Context, paths []string, opt discover.Options) ([]discover.Tree, error) {
 	if len(paths) == 0 {
 		roots, err := discover.DefaultRoots()
 		if err != nil {
@@ -759,7 +768,7 @@ func walkRootsWith(paths []string, opt discover.Options) ([]discover.Tree, error
 			return nil, fmt.Errorf("session tree %s: %w", p, err)
 		}
 	}
-	trees, err := discover.WalkWith(paths, opt)
+	trees, err := discover.WalkContext(ctx, paths, opt)
 	if err != nil {
 		return nil, fmt.Errorf("discover sessions: %w", err)
 	}
@@ -830,7 +839,7 @@ type job struct {
 // steady tree of thousands of sessions it was most of a no-op run.
 func planAll(sessions []discover.Session, plan func(discover.Session) job) []job {
 	jobs := make([]job, len(sessions))
-	planInto(jobs, nil, nil, func(i int) { jobs[i] = plan(sessions[i]) })
+	planInto(context.Background(), jobs, nil, nil, func(i int) { jobs[i] = plan(sessions[i]) })
 	return jobs
 }
 
@@ -841,8 +850,11 @@ func planAll(sessions []discover.Session, plan func(discover.Session) job) []job
 // rest: planning is far ahead of the sessions, and its system calls on
 // every CPU kept the sessions waiting for one (issue 14: a steady refresh
 // 0.71 → 0.52 s, and 0.25 s less CPU, in alternating runs; a run with
-// nothing to do keeps every planner).
-func planInto(jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func(i int)) {
+// nothing to do keeps every planner). Once ctx is done the jobs not
+// planned yet are left unplanned (their plan's action is ""), each ready[i]
+// closed all the same: an interrupt stops the planning at once (issue 34
+// §4), and the run reports those sessions as not started.
+func planInto(ctx context.Context, jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func(i int)) {
 	workers := min(max(tune.CPUs(), 2), len(jobs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -854,6 +866,12 @@ func planInto(jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func
 				i := int(next.Add(1) - 1)
 				if i >= len(jobs) {
 					return
+				}
+				if ctx.Err() != nil {
+					if ready != nil {
+						close(ready[i])
+					}
+					continue
 				}
 				plan(i)
 				if ready != nil {
@@ -935,13 +953,22 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 			}
 		}()
 	}
+	// notStarted reports job i, which the run never began (issue 34 §3:
+	// not a failure, nothing of it read or written).
+	notStarted := func(i int) {
+		results[i] = planned(jobs[i].session, jobs[i].plan)
+		results[i].Outcome = OutcomeNotStarted
+		results[i].Reason = "not started: the run was interrupted"
+		if finished != nil {
+			finished(i, results[i])
+		}
+	}
 	for i := range jobs {
 		if ready != nil {
-			<-ready[i] // planned
+			<-ready[i] // planned, or left unplanned by an interrupt (planInto)
 		}
-		if ctx.Err() != nil {
-			results[i] = planned(jobs[i].session, jobs[i].plan)
-			results[i].Outcome, results[i].Error = OutcomeFailed, &ErrorInfo{Class: "canceled", Message: "not started: the run was interrupted"}
+		if jobs[i].plan.action == "" || ctx.Err() != nil && jobs[i].plan.runs() {
+			notStarted(i)
 			continue
 		}
 		if res, ok := decided(jobs[i].session, jobs[i].plan); ok {
@@ -969,10 +996,20 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 				case light <- struct{}{}:
 					place = light
 				case reading <- struct{}{}:
+				case <-ctx.Done():
+					place = nil
 				}
 			}
 		} else {
-			reading <- struct{}{}
+			select {
+			case reading <- struct{}{}:
+			case <-ctx.Done():
+				place = nil
+			}
+		}
+		if place == nil {
+			notStarted(i) // interrupted while it waited for a place
+			continue
 		}
 		if busy != nil {
 			close(busy)
@@ -1036,6 +1073,10 @@ func totals(list []SessionResult) MigrateTotals {
 			t.Busy++
 		case OutcomeFailed:
 			t.Failed++
+		case OutcomeInterrupted:
+			t.Interrupted++
+		case OutcomeNotStarted:
+			t.NotStarted++
 		}
 	}
 	return t

@@ -300,7 +300,9 @@ func (x *session) failed(res SessionResult, class wire.ErrorClass, v wire.Verifi
 	if canceled {
 		// The run's logger carries the correlation id already.
 		x.env.Log.Warn().Str("session", x.s.Path).Err(err).Msg("session canceled")
-		return fail(res, "canceled", err)
+		res = fail(res, "canceled", err)
+		res.Outcome = OutcomeInterrupted
+		return res
 	}
 	x.env.Log.Warn().Str("session", x.s.Path).Str("errorClass", string(class)).Err(err).Msg("session failed")
 	return fail(res, string(class), err)

@@ -94,7 +94,7 @@ func Upgrade(ctx context.Context, opt UpgradeOptions) (UpgradeReport, error) {
 	}
 	log := zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger()
 	rep := UpgradeReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Files: []upgrade.Result{}}
-	trees, err := walkRoots(opt.Paths)
+	trees, err := walkRoots(ctx, opt.Paths)
 	if err != nil {
 		return rep, err
 	}
