@@ -74,7 +74,10 @@ func LoadFreshCache(tree string, j FreshJudges) *FreshCache {
 // judged fresh, while its file's metadata is what it was then.
 func (c *FreshCache) Header(rel string, key discover.FileKey) (int, bool) {
 	e, ok := c.Get(rel)
-	if !ok || e.Source != SourceDigest(key) {
+	if !ok {
+		return 0, false
+	}
+	if d, _ := sessionDigest(filepath.Join(c.Tree(), rel), key); e.Source != d {
 		return 0, false
 	}
 	return e.Version, true
@@ -130,7 +133,7 @@ func (c *FreshCache) Status(s discover.Session) (StatusReport, error) {
 		if key == (discover.FileKey{}) {
 			key, _ = LstatKey(s.Path)
 		}
-		if e.Source == SourceDigest(key) {
+		if d, _ := sessionDigest(s.Path, key); e.Source == d {
 			return StatusReport{Session: s.Path, Sidecar: s.Sidecar, Class: ClassMigrated,
 				SourceFormat: s.Format, Version: e.Version, HeaderID: e.SessionID, SourceBytes: s.Size,
 				Entries: e.Entries, Bytes: e.Bytes}, nil
@@ -243,7 +246,9 @@ func (c *FreshCache) Settle() {
 			continue
 		}
 		key, ok := LstatKey(s.Path)
-		if !ok || RacyKey(key, c.loaded, c.judges.RacyWindow) || cd.st.Version <= 0 || !wire.ValidUUID(cd.st.HeaderID) {
+		source, wal := sessionDigest(s.Path, key)
+		if !ok || RacyKey(key, c.loaded, c.judges.RacyWindow) || wal != (discover.FileKey{}) && RacyKey(wal, c.loaded, c.judges.RacyWindow) ||
+			cd.st.Version <= 0 || !wire.ValidUUID(cd.st.HeaderID) {
 			c.Forget(s.Rel)
 			continue
 		}
@@ -252,7 +257,7 @@ func (c *FreshCache) Settle() {
 			c.Forget(s.Rel)
 			continue
 		}
-		c.Put(s.Rel, ledger.FreshEntry{Names: ledger.JoinNames(names), Digest: d, Source: SourceDigest(key), Version: cd.st.Version,
+		c.Put(s.Rel, ledger.FreshEntry{Names: ledger.JoinNames(names), Digest: d, Source: source, Version: cd.st.Version,
 			SessionID: cd.st.HeaderID, UID: uint32(key.UID), GID: uint32(key.GID), Entries: cd.st.Entries, Bytes: cd.st.Bytes})
 	}
 	if len(written) == 0 {

@@ -80,6 +80,9 @@ func Freshness(sourcePath, storeDir string) (FreshnessResult, error) {
 // the fresh cache, for a coarse or lagging file clock too).
 const walRacyWindow = 2 * time.Second
 
+// walSuffix names a SQLite database's write-ahead log beside it.
+const walSuffix = "-wal"
+
 // walWritten reports whether the SQLite session at sourcePath has a
 // write-ahead log with bytes in it modified after stateWritten (the
 // sidecar's source-state.json, written after its build read the
@@ -90,7 +93,7 @@ func walWritten(sourcePath string, stateWritten time.Time) (string, bool) {
 	if filepath.Ext(sourcePath) != ".sqlite" || stateWritten.IsZero() {
 		return "", false
 	}
-	wal := sourcePath + "-wal"
+	wal := sourcePath + walSuffix
 	fi, err := os.Lstat(wal)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
 		return "", false
