@@ -134,7 +134,8 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 		switch {
 		case s.Problem(rep.Strict):
 			problems = append(problems, s)
-		case s.Outcome == engine.OutcomeRefused:
+		case s.Outcome == engine.OutcomeRefused || s.Healed:
+			// A healed sidecar is a repair the run made: said unless -q.
 			notices = append(notices, s)
 		case rep.DryRun && s.Outcome == engine.OutcomeChecked:
 			plan = append(plan, s)
@@ -162,8 +163,11 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 		fmt.Fprintln(tw, "OUTCOME\tACTION\tENTRIES\tSIZE\tSESSION\tREASON")
 		for _, s := range rows {
 			outcome := string(s.Outcome)
-			if s.Outcome == engine.OutcomeRefused && !rep.Strict {
+			switch {
+			case s.Outcome == engine.OutcomeRefused && !rep.Strict:
 				outcome = "notice"
+			case s.Healed:
+				outcome = "repaired"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", outcome, s.Action, s.Entries, size(s.Bytes), relTo(rep.Trees, s.Path), migrateReason(rep.Trees, s))
 			for _, n := range s.Notes {
@@ -178,7 +182,7 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 	for _, kv := range []struct {
 		n    int
 		name string
-	}{{t.Migrated, "migrated"}, {t.Refreshed, "refreshed"}, {t.Verified, "would change (built and verified outside the tree)"}, {t.Skipped, "up to date"},
+	}{{t.Migrated, "migrated"}, {t.Refreshed, "refreshed"}, {t.Healed, "of them damaged and rebuilt (repairs)"}, {t.Verified, "would change (built and verified outside the tree)"}, {t.Skipped, "up to date"},
 		{t.NeedsRepair, "need repair"}, {t.Refused, "refused by the reference (notices)"}, {t.Busy, "busy"}, {t.Failed, "failed"},
 		{t.Interrupted, "interrupted"}, {t.NotStarted, "not started"}} {
 		if kv.n > 0 {

@@ -387,3 +387,46 @@ func fastManifest(out *findings, st *store.Store, root, sessionPath, headerID st
 	}
 	checkIdentity(out, st, root, sessionPath, AcceptOptions{HeaderID: headerID})
 }
+
+// LazyHydrationThreshold is the number of entries up to which pi's open of
+// a store reads every frame (the reference's
+// DEFAULT_V2_LAZY_HYDRATION_THRESHOLD); above it pi reads the index and the
+// active path only.
+const LazyHydrationThreshold = 10_000
+
+// StatusOpen is the status of a sidecar nothing vouches for (issue 34 §2:
+// a truncated or extended segment, or a byte flipped in a frame, passed
+// StatusFast, and so the cron run and `status`): at least as deep as pi's
+// own open of it (FORMAT.md §11). It is StatusFast, then, for a sidecar
+// that passes it as migrated or stale:
+//
+//   - up to LazyHydrationThreshold entries, Status: every frame read,
+//     checked and parsed, as pi's open reads them all;
+//   - above it, store.CheckOpen: every index row against its segment and
+//     the sequence rules, each segment's bytes exactly covered, the
+//     manifest against the index, and the last frame of every segment.
+//
+// A verdict of StatusOpen (or Status) is one the fresh cache may keep.
+func StatusOpen(sessionPath string) (StatusReport, error) {
+	rep, err := StatusFast(sessionPath)
+	if err != nil || rep.Verification != nil || rep.Class != ClassMigrated && rep.Class != ClassStale {
+		return rep, err // decided, or already Status's (a full verification)
+	}
+	if rep.Entries <= LazyHydrationThreshold {
+		return Status(sessionPath)
+	}
+	out := findings{session: rep.Session, list: rep.Findings}
+	st, err := store.Open(rep.Sidecar, store.ReadOptions{})
+	if err != nil {
+		out.add(Finding{Code: CodeUnreadable, Class: ClassCorrupt, Path: rep.Sidecar, Detail: err.Error()})
+	} else {
+		for _, p := range st.CheckOpen() {
+			if f, ok := fromProblem(rep.Sidecar, wire.MaxSegmentBytes, p); ok {
+				out.add(f)
+			}
+		}
+	}
+	rep.Findings = out.list
+	rep.Class = classify(rep.Findings)
+	return rep, nil
+}

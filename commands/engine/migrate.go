@@ -89,6 +89,12 @@ type SessionResult struct {
 	// Incremental: the sidecar was refreshed by staging only the entries
 	// the source gained (refresh_incremental.go).
 	Incremental bool `json:"incremental,omitempty"`
+	// Healed: the sidecar was damaged (Class corrupt or partial) and the
+	// run rebuilt it from the source, keeping the damaged one in the
+	// quarantine (Displaced) and journaling a repair (issue 34 §2).
+	Healed bool `json:"healed,omitempty"`
+	// heal is the plan's (plan.heal).
+	heal bool
 	// syncDirs are the directories the move of the displaced sidecar into
 	// the quarantine changed, synced once at the end of the run if the
 	// copy is kept (rollback.CutoverSpec.DeferQuarantineSync).
@@ -113,9 +119,11 @@ func (s SessionResult) Problem(strict bool) bool {
 
 // MigrateTotals counts sessions by outcome and action.
 type MigrateTotals struct {
-	Sessions    int    `json:"sessions"`
-	Migrated    int    `json:"migrated"`
-	Refreshed   int    `json:"refreshed"`
+	Sessions  int `json:"sessions"`
+	Migrated  int `json:"migrated"`
+	Refreshed int `json:"refreshed"`
+	// Healed counts the refreshed sidecars that were damaged (Healed).
+	Healed      int    `json:"healed"`
 	Verified    int    `json:"verified"` // dry run
 	Skipped     int    `json:"skipped"`
 	NeedsRepair int    `json:"needsRepair"`
@@ -1058,6 +1066,9 @@ func totals(list []SessionResult) MigrateTotals {
 		case OutcomeDone:
 			if s.Action == PlanRefresh || s.Displaced != "" {
 				t.Refreshed++
+				if s.Healed {
+					t.Healed++
+				}
 			} else {
 				t.Migrated++
 			}
@@ -1084,8 +1095,12 @@ func totals(list []SessionResult) MigrateTotals {
 
 // displacedOf is what rollback.Discarder judges a finished session by.
 func displacedOf(jb job, res SessionResult) rollback.Displaced {
+	class := jb.plan.class
+	if res.Healed {
+		class = res.Class // found damaged while refreshing (session.damagedBase)
+	}
 	return rollback.Displaced{Journal: jb.journal, Tree: jb.session.Tree, Rel: jb.session.Rel, Session: jb.session.Path,
-		Sidecar: res.Sidecar, Class: jb.plan.class, Installed: res.Outcome == OutcomeDone, Path: res.Displaced,
+		Sidecar: res.Sidecar, Class: class, Installed: res.Outcome == OutcomeDone, Path: res.Displaced,
 		Incremental: res.Incremental, Prior: jb.prior, HasPrior: jb.hasPrior}
 }
 

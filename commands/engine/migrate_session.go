@@ -39,13 +39,16 @@ type plan struct {
 	// refusal is the planned refusal when discovery's Refusal is nil (a
 	// header version other than 3), so that the report names its line.
 	refusal *readers.RefusedError
+	// heal: the refresh rebuilds a damaged sidecar (class corrupt or
+	// partial) from the source, keeping the damaged one in the quarantine.
+	heal bool
 }
 
 const sqliteNote = "pi's resume reads sidecars of JSONL sessions only: this sidecar is for pisess and future readers"
 
 // planSession decides a session's action from discovery and the
-// sidecar's fast status (manifest, index size, source state; no frames),
-// or the tree's fresh cache (nil: none).
+// sidecar's status, as deep as pi's open of it (verify.StatusOpen), or the
+// tree's fresh cache (nil: none) where it vouches for the sidecar.
 func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 	var p plan
 	if s.Format == readers.FormatSQLitev1 {
@@ -121,9 +124,19 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 		}
 		fallthrough
 	default: // corrupt, partial
-		p.action, p.reason = PlanNeedsRepair, fmt.Sprintf("the sidecar is %s%s: pisess fsck --repair rebuilds it", st.Class, first)
-		if force {
+		switch {
+		case force:
 			p.action, p.reason = PlanRefresh, fmt.Sprintf("the sidecar is %s%s; rebuilt from the source (--force)", st.Class, first)
+		case verify.Rebuildable(st.Findings):
+			// Damage a rebuild from the source mends (issue 34 §2): the
+			// run heals it as it heals a killed run's leftovers, and
+			// keeps the damaged sidecar in its quarantine (plan.class
+			// tells the discarder so).
+			p.action, p.heal = PlanRefresh, true
+			p.reason = fmt.Sprintf("the sidecar is %s%s: rebuilt from the source, the damaged one kept in the quarantine", st.Class, first)
+			p.notes = append(p.notes, "a repair: what pisess fsck --repair does for this sidecar, done by this run")
+		default:
+			p.action, p.reason = PlanNeedsRepair, fmt.Sprintf("the sidecar is %s%s: pisess fsck --repair repairs it", st.Class, first)
 		}
 	}
 	return p
@@ -143,7 +156,7 @@ func onlyInvalidSourceState(list []verify.Finding) bool {
 // planned is the result of a session before anything is done.
 func planned(s discover.Session, p plan) SessionResult {
 	return SessionResult{Path: s.Path, SourceFormat: string(s.Format), Action: p.action, Class: p.class, Reason: p.reason,
-		SourceBytes: s.Size, Notes: p.notes, Sidecar: discover.SidecarPath(s.Path)}
+		SourceBytes: s.Size, Notes: p.notes, Sidecar: discover.SidecarPath(s.Path), heal: p.heal}
 }
 
 // runSession carries out one session's plan.
@@ -246,6 +259,10 @@ type session struct {
 	// their metadata when it looked at each (verify.Report.Keys).
 	verifiedNames []string
 	verifiedKeys  []discover.FileKey
+	// heal: the sidecar this build replaces is damaged (plan.heal, or
+	// damaged, what an incremental refresh found wrong in it).
+	heal    bool
+	damaged string
 }
 
 func (x *session) event(phase wire.Phase, v wire.Verification, outcome wire.Outcome, class wire.ErrorClass) wire.MigrationEvent {
@@ -310,7 +327,7 @@ func (x *session) failed(res SessionResult, class wire.ErrorClass, v wire.Verifi
 
 // build is the per-session pipeline (issue 7, step 3).
 func build(ctx context.Context, env Env, s discover.Session, res SessionResult, correlationID string) SessionResult {
-	x := &session{env: env, s: s, correlation: correlationID, migrationID: uuid.NewString(), sidecar: discover.SidecarPath(s.Path)}
+	x := &session{env: env, s: s, correlation: correlationID, migrationID: uuid.NewString(), sidecar: discover.SidecarPath(s.Path), heal: res.heal}
 	none := wire.Verification{}
 	if err := x.progress(x.event(wire.PhasePlanned, none, wire.OutcomeOK, "")); err != nil {
 		return fail(res, "operational", err)
@@ -332,6 +349,10 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	}
 	if r, ok := x.refreshAppended(ctx, res); ok {
 		return r
+	}
+	if x.damaged != "" && !res.heal {
+		res.Class, res.heal = verify.ClassCorrupt, true
+		res.Reason = "the sidecar is corrupt: " + x.damaged + ": rebuilt from the source, the damaged one kept in the quarantine"
 	}
 	env.fullPass()
 	// A JSONL source fingerprints itself while it is read (issue 14: one
@@ -495,6 +516,10 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 		return x.failed(res, wire.ErrorClassAtomicityViolation, v, fmt.Errorf("cutover: %w", err))
 	}
 	*installed = true
+	if x.heal {
+		res.Healed = true
+		x.noteHeal(cut.Displaced, res.Reason)
+	}
 	if s.Format == readers.FormatJSONLv3 {
 		// Read under the session lock, just after the install: what the
 		// next run's status of the sidecar would see.
@@ -514,6 +539,20 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 	durable.Failpoint(fpAfterCompleted)
 	res.Outcome = OutcomeDone
 	return res
+}
+
+// noteHeal journals that the run rebuilt a damaged sidecar (a repair, as
+// fsck --repair's rebuild is one), the damaged one at displaced.
+func (x *session) noteHeal(displaced, why string) {
+	if x.env.Journal == nil {
+		return
+	}
+	err := x.env.Journal.AppendUnsynced(ledger.NoteRecord(ledger.Note{CorrelationID: x.correlation, At: wire.FormatTimestamp(x.env.now()),
+		Session: x.s.Path, Kind: ledger.NoteRepair, Path: x.sidecar, QuarantinePath: displaced,
+		Detail: "rebuilt from the source: " + why}))
+	if err != nil {
+		x.env.Log.Warn().Str("session", x.s.Path).Err(err).Msg("repair note not journaled")
+	}
 }
 
 // dropCached gives back the cached pages of the sealed staging store's

@@ -92,6 +92,7 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec led
 		return x.failed(res, wire.ErrorClassIOFailure, none, err), inPlaceDone
 	case mismatch || prepared:
 		env.Log.Debug().Str("session", s.Path).Err(err).Msg("refresh in place not possible: full rebuild")
+		x.damagedBase(err)
 		return res, inPlaceRebuild
 	default:
 		env.Log.Debug().Str("session", s.Path).Err(err).Msg("refresh in place not possible: through a staging copy")

@@ -30,8 +30,8 @@ func (s *seams) freshJudges() verify.FreshJudges {
 	if s.judges.RacyWindow != 0 {
 		j.RacyWindow = s.judges.RacyWindow
 	}
-	if s.judges.StatusFast != nil {
-		j.StatusFast = s.judges.StatusFast
+	if s.judges.StatusOpen != nil {
+		j.StatusOpen = s.judges.StatusOpen
 	}
 	if s.judges.StatusVouched != nil {
 		j.StatusVouched = s.judges.StatusVouched
