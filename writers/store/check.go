@@ -230,13 +230,13 @@ type checker struct {
 	// lastFramesOnly reads only the last frame of each segment
 	// (CheckOpen); framesOK is then false.
 	lastFramesOnly bool
-	framesOK   bool // every row's frame read and verified
-	chain      string
-	bytes      uint64
-	digest     wire.EntryDigest
-	counters   wire.Counters
-	idAt       map[uint64]string // entry id at each checkpoint head
-	chainAt    map[uint64]string // chain after each checkpoint head
+	framesOK       bool // every row's frame read and verified
+	chain          string
+	bytes          uint64
+	digest         wire.EntryDigest
+	counters       wire.Counters
+	idAt           map[uint64]string // entry id at each checkpoint head
+	chainAt        map[uint64]string // chain after each checkpoint head
 
 	checkpoints []checkpointDoc
 }
