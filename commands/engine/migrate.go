@@ -355,7 +355,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	r := &migrateRun{opt: opt, log: zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger(),
 		rep:      MigrateReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Strict: opt.Strict},
 		judges:   opt.seams.freshJudges(),
-		cachesOf: map[string]*treeCaches{}, journals: map[string]*ledger.Journal{}, listed: map[string]map[string]bool{}}
+		journals: map[string]*ledger.Journal{}, listed: map[string]map[string]bool{}}
 	tune.EnterRun() // one P more while the work is system calls (commands/tune)
 	defer tune.ExitRun()
 	trees, err := r.walk(ctx)
@@ -397,8 +397,10 @@ type migrateRun struct {
 	rep    MigrateReport
 	judges verify.FreshJudges
 	// cachesOf are the trees' state files, read from when the walk meets
-	// each tree.
-	cachesOf map[string]*treeCaches
+	// each tree; generations are the trees' ledger.Generation, taken just
+	// before.
+	cachesOf    map[string]*treeCaches
+	generations map[string]string
 	// journals are the trees' journals, by root (none in a dry run).
 	journals map[string]*ledger.Journal
 	// listed are the sessions the walk found, by tree (for the caches'
@@ -420,26 +422,46 @@ type migrateRun struct {
 // goroutines of their own from when the walk meets the tree, while it is
 // listed; the walk then takes from the fresh cache the headers of the
 // session files unchanged since a run judged them (a steady tree is
-// walked without opening its sessions). A second walk (after healing)
-// uses the same.
+// walked without opening its sessions). Each tree's generation is taken
+// before its caches are read: the run compares it once it holds the tree
+// lock (lockAndHeal). A walk again reads the caches again.
 func (r *migrateRun) walk(ctx context.Context) ([]discover.Tree, error) {
-	return walkRootsWith(ctx, r.opt.Paths, discover.Options{Headers: func(root string) discover.Headers {
+	r.cachesOf, r.generations = map[string]*treeCaches{}, map[string]string{}
+	trees, err := walkRootsWith(ctx, r.opt.Paths, discover.Options{Headers: func(root string) discover.Headers {
 		if r.cachesOf[root] == nil {
+			r.generations[root] = ledger.Generation(root)
 			r.cachesOf[root] = loadTreeCaches(root, r.judges)
 		}
 		return r.cachesOf[root]
 	}})
+	if f := r.opt.seams.walkedHook(); f != nil {
+		f()
+	}
+	return trees, err
 }
 
 // lockAndHeal takes every tree's lock (the caller releases the locks
 // returned, whatever the error) and heals: what an interrupted run left
 // is finished or undone before planning (issue 12, item 9), so that the
 // next cron run converges with no operator. It returns the trees as they
-// are then (walked again when something was healed).
+// are then.
+//
+// A run plans only from what it sees while it holds the tree locks (issue
+// 34 §1: a run that waited for the lock planned from the walk it made
+// before, refreshed the sidecars the run ahead of it had installed and
+// took that run's staging for leftovers): the trees are walked, and their
+// state files read, again when another run may have worked on one since
+// the walk — its generation moved, or its lock was waited for — and after
+// a heal. A run with nothing to do walks once.
 func (r *migrateRun) lockAndHeal(ctx context.Context, trees []discover.Tree) ([]*durable.Lock, []discover.Tree, error) {
-	locks, stale, err := lockTrees(ctx, r.log, r.opt.Ops, trees, r.opt.LockWait)
+	locks, stale, waited, err := lockTrees(ctx, r.log, r.opt.Ops, trees, r.opt.LockWait)
 	if err != nil {
 		return nil, nil, err
+	}
+	if r.changedSinceWalk(trees, waited) {
+		if trees, err = r.walk(ctx); err != nil {
+			return locks, nil, err
+		}
 	}
 	healed := false
 	for _, t := range trees {
@@ -458,6 +480,21 @@ func (r *migrateRun) lockAndHeal(ctx context.Context, trees []discover.Tree) ([]
 		}
 	}
 	return locks, trees, nil
+}
+
+// changedSinceWalk reports whether another run may have worked on one of
+// trees (all locked) since the walk: its lock was waited for, or its
+// generation is not the one taken before its caches were read.
+func (r *migrateRun) changedSinceWalk(trees []discover.Tree, waited map[string]bool) bool {
+	for _, t := range trees {
+		if t.SymlinkAncestor != "" {
+			continue // neither locked nor written
+		}
+		if g, ok := r.generations[t.Root]; waited[t.Root] || !ok || g != ledger.Generation(t.Root) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *migrateRun) closeJournals() {
@@ -786,10 +823,11 @@ func walkRootsWith(ctx context.Context, paths []string, opt discover.Options) ([
 // lockTrees takes every tree's lock, or none: a run never works on a tree
 // another run holds (exit 32, naming the holder). It takes each lock the
 // way every changing run does (lockTreeForRepair); a lock left by a run
-// that died is taken over, and logged.
-func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees []discover.Tree, wait time.Duration) ([]*durable.Lock, map[string]string, error) {
+// that died is taken over, and logged. waited names the trees whose lock
+// another run held when first tried.
+func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees []discover.Tree, wait time.Duration) (_ []*durable.Lock, staleOf map[string]string, waited map[string]bool, _ error) {
 	var locks []*durable.Lock
-	staleOf := map[string]string{}
+	staleOf, waited = map[string]string{}, map[string]bool{}
 	for _, t := range trees {
 		if t.SymlinkAncestor != "" {
 			continue // nothing will be written there
@@ -801,10 +839,14 @@ func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees [
 				continue
 			}
 		}
-		l, stale, err := ledger.LockTreeWait(ctx, ops, t.Root, wait)
+		l, stale, err := ledger.LockTreeWait(ctx, ops, t.Root, 0)
+		if err != nil && wait > 0 && IsTreeLocked(err) {
+			waited[t.Root] = true
+			l, stale, err = ledger.LockTreeWait(ctx, ops, t.Root, wait)
+		}
 		if err != nil {
 			unlockAll(locks)
-			return nil, nil, fmt.Errorf("lock tree %s: %w", t.Root, err)
+			return nil, nil, nil, fmt.Errorf("lock tree %s: %w", t.Root, err)
 		}
 		if stale != "" {
 			log.Warn().Str("tree", t.Root).Str("holder", stale).Msg("took over the tree lock of a run that died holding it")
@@ -812,7 +854,7 @@ func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees [
 		}
 		locks = append(locks, l)
 	}
-	return locks, staleOf, nil
+	return locks, staleOf, waited, nil
 }
 
 func unlockAll(locks []*durable.Lock) {

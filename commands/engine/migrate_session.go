@@ -42,6 +42,9 @@ type plan struct {
 	// heal: the refresh rebuilds a damaged sidecar (class corrupt or
 	// partial) from the source, keeping the damaged one in the quarantine.
 	heal bool
+	// busy: the session's lock is held with staging beside it (pi
+	// rebuilding its sidecar): nothing is done, the result is busy.
+	busy bool
 }
 
 const sqliteNote = "pi's resume reads sidecars of JSONL sessions only: this sidecar is for pisess and future readers"
@@ -71,6 +74,16 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 		return p
 	}
 	leftovers := len(s.Staging) + len(s.Backups)
+	if leftovers > 0 && !force {
+		// The reference stages its own rebuild of a sidecar under the
+		// same names, holding the session lock: staging beside a held
+		// lock belongs to a live writer, never leftovers (issue 34 §1).
+		if held, err := durable.OS.LockHeld(s.Lock); err == nil && held {
+			p.action, p.busy = PlanSkip, true
+			p.reason = fmt.Sprintf("%s is held and %d staging/backup director(ies) are beside the session: pi is writing its sidecar; the next run looks again", s.Lock, leftovers)
+			return p
+		}
+	}
 	if leftovers > 0 {
 		// An interrupted run left these: fsck --repair decides whether a
 		// backup goes back or to the quarantine. Building over them would
@@ -187,6 +200,9 @@ func decided(s discover.Session, p plan) (SessionResult, bool) {
 	switch p.action {
 	case PlanSkip:
 		res.Outcome = OutcomeSkipped
+		if p.busy {
+			res.Outcome, res.Error = OutcomeBusy, &ErrorInfo{Class: "busy", Message: p.reason}
+		}
 	case PlanNeedsRepair:
 		res.Outcome = OutcomeLeft
 	case PlanRefuse:

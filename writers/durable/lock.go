@@ -222,6 +222,32 @@ func (o Ops) StaleTreeLock(path string) (holder string, stale bool, err error) {
 	return holder, holderPID(holder) > 0, nil
 }
 
+// LockHeld reports whether another open file holds the flock of path (pi's
+// session lock, say) at this instant, without creating the file or
+// waiting: a missing file is not held. Like StaleTreeLock it takes a
+// shared flock for an instant, during which a taker of the lock waits.
+func (o Ops) LockHeld(path string) (bool, error) {
+	f, err := o.openFile(path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := requireRegular(f); err != nil {
+		return false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	switch err := flock(f, unix.LOCK_SH|unix.LOCK_NB); {
+	case err == unix.EWOULDBLOCK:
+		return true, nil
+	case err != nil:
+		return false, &os.PathError{Op: "flock", Path: path, Err: err}
+	}
+	_ = flock(f, unix.LOCK_UN)
+	return false, nil
+}
+
 // holderPID returns the pid named by a tree lock's holder text, or 0.
 func holderPID(holder string) int {
 	for _, field := range strings.Fields(holder) {
