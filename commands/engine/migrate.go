@@ -355,7 +355,8 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	r := &migrateRun{opt: opt, log: zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger(),
 		rep:      MigrateReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Strict: opt.Strict},
 		judges:   opt.seams.freshJudges(),
-		journals: map[string]*ledger.Journal{}, listed: map[string]map[string]bool{}}
+		journals: map[string]*ledger.Journal{}, listed: map[string]map[string]bool{}, healedTree: map[string]bool{}}
+	r.startedAt = wire.FormatTimestamp(r.now())
 	tune.EnterRun() // one P more while the work is system calls (commands/tune)
 	defer tune.ExitRun()
 	trees, err := r.walk(ctx)
@@ -376,6 +377,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	}
 	discarded := r.planAndRun(ctx)
 	r.rep.Totals = totals(r.rep.Sessions)
+	r.endRuns(ctx.Err() != nil)
 	r.syncJournals()
 	if !opt.DryRun {
 		r.recordRefusals()
@@ -416,6 +418,19 @@ type migrateRun struct {
 	records  []*ledger.RefreshRecords
 	// env is what the run gives each session's pipeline.
 	env Env
+	// startedAt is when the run began (its start records); staleOf the
+	// holder text of each tree's dead run whose lock it took over;
+	// healedTree the trees where it healed a killed run's leftovers.
+	startedAt  string
+	staleOf    map[string]string
+	healedTree map[string]bool
+}
+
+func (r *migrateRun) now() time.Time {
+	if r.opt.Clock != nil {
+		return r.opt.Clock()
+	}
+	return time.Now()
 }
 
 // walk discovers the run's trees. Each tree's caches are read on
@@ -458,6 +473,7 @@ func (r *migrateRun) lockAndHeal(ctx context.Context, trees []discover.Tree) ([]
 	if err != nil {
 		return nil, nil, err
 	}
+	r.staleOf = stale
 	if r.changedSinceWalk(trees, waited) {
 		if trees, err = r.walk(ctx); err != nil {
 			return locks, nil, err
@@ -468,7 +484,7 @@ func (r *migrateRun) lockAndHeal(ctx context.Context, trees []discover.Tree) ([]
 		h, err := heal(ctx, r.log, r.opt, t, stale[t.Root])
 		if h != nil {
 			r.rep.Healed = append(r.rep.Healed, *h)
-			healed = true
+			healed, r.healedTree[t.Root] = true, true
 		}
 		if err != nil {
 			return locks, nil, fmt.Errorf("repair the leftovers of an interrupted run in %s: %w", t.Root, err)
@@ -530,6 +546,9 @@ func (r *migrateRun) makeJobs(trees []discover.Tree) error {
 			if j, err = ledger.OpenJournalWith(r.opt.Ops, t.Root); err != nil {
 				return fmt.Errorf("open journal of %s: %w", t.Root, err)
 			}
+			// Written with the run's first record in the tree, if any.
+			j.BeginRun(ledger.RunRecord{CorrelationID: r.opt.CorrelationID, At: r.startedAt, Phase: ledger.RunStart,
+				Command: "migrate", PID: os.Getpid()}, nil)
 			r.journals[t.Root] = j
 		}
 		var cache *ledger.RefusalCache
@@ -682,6 +701,44 @@ func (p *sessionReporter) ended(i int, res SessionResult) {
 		return
 	}
 	p.report(i, res)
+}
+
+// endRuns appends each tree's end record (ledger.RunEnd) to the journal
+// the run wrote to: its summary for that tree, whether it was
+// interrupted, and the dead runs it healed (their leftovers, or their
+// tree lock taken over). A run that wrote nothing writes no end, unless
+// it took over a dead run's lock, which it then records as healed.
+func (r *migrateRun) endRuns(interrupted bool) {
+	for root, j := range r.journals {
+		var sessions []SessionResult
+		for i, jb := range r.jobs {
+			if jb.session.Tree == root {
+				sessions = append(sessions, r.rep.Sessions[i])
+			}
+		}
+		end := ledger.RunRecord{CorrelationID: r.opt.CorrelationID, At: wire.FormatTimestamp(r.now()), Phase: ledger.RunEnd,
+			Command: "migrate", Totals: totals(sessions).counts(), Interrupted: interrupted}
+		stale := r.staleOf[root] != ""
+		if stale || r.healedTree[root] {
+			for _, id := range ledger.UnendedRuns(j) {
+				if id != r.opt.CorrelationID {
+					end.Healed = append(end.Healed, id)
+				}
+			}
+		}
+		if err := j.EndRun(end, stale); err != nil {
+			r.log.Warn().Err(err).Str("tree", root).Msg("end of the run not journaled")
+		}
+	}
+}
+
+// counts are t by name, as the run's end record keeps them: installed is
+// what `pisess runs` lists as the sidecars a run installed.
+func (t MigrateTotals) counts() map[string]int64 {
+	return map[string]int64{"sessions": int64(t.Sessions), "installed": int64(t.Migrated + t.Refreshed),
+		"migrated": int64(t.Migrated), "refreshed": int64(t.Refreshed), "healed": int64(t.Healed),
+		"skipped": int64(t.Skipped), "needsRepair": int64(t.NeedsRepair), "refused": int64(t.Refused),
+		"busy": int64(t.Busy), "failed": int64(t.Failed), "interrupted": int64(t.Interrupted), "notStarted": int64(t.NotStarted)}
 }
 
 // syncJournals makes durable the sessions' progress records, appended
