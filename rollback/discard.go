@@ -60,6 +60,15 @@ type Displaced struct {
 	// when HasPrior).
 	Prior    ledger.RefreshRecord
 	HasPrior bool
+	// Database: the session is a SQLite database, which a writer rewrites
+	// in place, so the displaced sidecar is judged by its entries instead
+	// of the source's first bytes: reproducible when it is of HeaderID and
+	// holds PrefixEntries entries whose chain is PrefixChain, the new
+	// build's chain after as many (writers.StageResult.PrefixChain).
+	Database      bool
+	HeaderID      string
+	PrefixEntries uint64
+	PrefixChain   string
 }
 
 // reproducibleDisplaced returns where the displaced sidecar of a refresh is
@@ -85,10 +94,34 @@ func reproducibleDisplaced(known func() map[string]bool, d Displaced, cid string
 	if ok, err := builtByPisess(q, d, about, known); err != nil || !ok {
 		return "", false, err
 	}
+	if d.Database {
+		if !prefixOfBuild(q, d) {
+			return "", false, nil
+		}
+		return q, true, nil
+	}
 	if ok, err := sourceStillHolds(q, d, about, d.Incremental); err != nil || !ok {
 		return "", false, err
 	}
 	return q, true, nil
+}
+
+// prefixOfBuild reports whether the displaced store q is a prefix of the
+// store the run built from the database (issue 34 §3: every refresh of a
+// SQLite session kept its displaced sidecar, the database never starting
+// with the bytes it was built from): the same session id, and a manifest
+// whose entry count and chain are the new build's after as many entries.
+// The chain covers every payload byte of those entries.
+func prefixOfBuild(q string, d Displaced) bool {
+	if d.PrefixEntries == 0 || d.PrefixChain == "" || d.HeaderID == "" {
+		return false
+	}
+	st, err := store.Open(q, store.ReadOptions{OnceManifest: true})
+	if err != nil {
+		return false
+	}
+	m, err := st.Manifest()
+	return err == nil && m.SessionID == d.HeaderID && m.Counters.EntriesTotal == d.PrefixEntries && m.Integrity.ChainHash == d.PrefixChain
 }
 
 // Discard is one displaced sidecar a run does not keep.

@@ -46,6 +46,13 @@ type StageOptions struct {
 	// store (store.Options.BaseVouched), whose frames are then only
 	// CRC-checked, not parsed, while they are copied.
 	BaseVouched bool
+	// PrefixEntries, when not 0, asks Stage for the hash chain after that
+	// many entries (StageResult.PrefixChain): a store of the same session
+	// with that many entries and that chain is this one's prefix, which
+	// the source reproduces (a refreshed SQLite session's displaced
+	// sidecar, whose database never keeps its first bytes as a JSONL
+	// file does).
+	PrefixEntries uint64
 }
 
 // StageResult describes the store Stage wrote.
@@ -68,6 +75,9 @@ type StageResult struct {
 	// IndexSHA256State is the index digest's state (store.Writer's
 	// IndexSHA256State), from which a refresh in place goes on.
 	IndexSHA256State []byte
+	// PrefixChain is the hash chain after StageOptions.PrefixEntries
+	// entries ("" when it was not asked for, or the store has fewer).
+	PrefixChain string
 }
 
 // Stage creates a store in dir (which must not exist, or be an empty
@@ -101,6 +111,8 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 		}
 	}()
 	var digest wire.EntryDigest
+	var n uint64
+	prefixChain := ""
 	batches, stop := readAhead(ctx, src)
 	defer stop()
 	for b := range batches {
@@ -112,6 +124,9 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 			}
 			if opt.Progress != nil {
 				opt.Progress(int64(row.ByteLength))
+			}
+			if n++; n == opt.PrefixEntries {
+				prefixChain = w.ChainHash()
 			}
 		}
 		b.release() // Append copied every payload into its frame
@@ -130,7 +145,7 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 	if err != nil {
 		return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
 	}
-	st.EntryDigest = digest.Sum()
+	st.EntryDigest, st.PrefixChain = digest.Sum(), prefixChain
 	return st, nil
 }
 

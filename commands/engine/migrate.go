@@ -95,6 +95,12 @@ type SessionResult struct {
 	Healed bool `json:"healed,omitempty"`
 	// heal is the plan's (plan.heal).
 	heal bool
+	// prefixEntries and prefixChain describe the sidecar a SQLite
+	// session's build replaces (its entry count, read before staging) and
+	// the new build's chain after as many entries; headerID is the
+	// session's (rollback.Displaced's Database rule).
+	prefixEntries         uint64
+	prefixChain, headerID string
 	// syncDirs are the directories the move of the displaced sidecar into
 	// the quarantine changed, synced once at the end of the run if the
 	// copy is kept (rollback.CutoverSpec.DeferQuarantineSync).
@@ -1200,7 +1206,8 @@ func displacedOf(jb job, res SessionResult) rollback.Displaced {
 	}
 	return rollback.Displaced{Journal: jb.journal, Tree: jb.session.Tree, Rel: jb.session.Rel, Session: jb.session.Path,
 		Sidecar: res.Sidecar, Class: class, Installed: res.Outcome == OutcomeDone, Path: res.Displaced,
-		Incremental: res.Incremental, Prior: jb.prior, HasPrior: jb.hasPrior}
+		Incremental: res.Incremental, Prior: jb.prior, HasPrior: jb.hasPrior,
+		Database: jb.session.Format == readers.FormatSQLitev1, HeaderID: res.headerID, PrefixEntries: res.prefixEntries, PrefixChain: res.prefixChain}
 }
 
 // syncKeptDisplaced makes the moves of the displaced sidecars the run

@@ -425,7 +425,14 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	// invisible to pi until then (issue 14).
 	sops := env.Ops
 	sops.DeferSync = true
-	st, err := writers.Stage(ctx, src, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, Verified: true})
+	sopt := writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, Verified: true}
+	if s.Format == readers.FormatSQLitev1 && !env.DryRun {
+		// The sidecar this build replaces, judged by its entries once it
+		// is displaced (rollback.Displaced.Database).
+		sopt.PrefixEntries = sidecarEntries(x.sidecar)
+	}
+	st, err := writers.Stage(ctx, src, staging, sopt)
+	res.prefixEntries, res.prefixChain, res.headerID = sopt.PrefixEntries, st.PrefixChain, src.Header().ID
 	rec := verify.Staged{HeaderID: src.Header().ID, SourceFormat: src.Header().Format,
 		Entries: st.Entries, ChainHash: st.ChainHash, EntryDigest: st.EntryDigest}
 	if err == nil {
@@ -595,6 +602,20 @@ func (x *session) storeEvents(v wire.Verification) []wire.MigrationEvent {
 		evs = append(evs, ev)
 	}
 	return evs
+}
+
+// sidecarEntries is the entry count the manifest of the sidecar at dir
+// states, 0 when there is none to read.
+func sidecarEntries(dir string) uint64 {
+	st, err := store.Open(dir, store.ReadOptions{OnceManifest: true})
+	if err != nil {
+		return 0
+	}
+	m, err := st.Manifest()
+	if err != nil {
+		return 0
+	}
+	return m.Counters.EntriesTotal
 }
 
 // sourceFingerprint fills rec's fingerprint: the one a JSONL source took
