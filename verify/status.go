@@ -170,16 +170,21 @@ func Status(sessionPath string) (StatusReport, error) {
 	sv := &scan{out: out}
 	var src readers.Source
 	if ok && fr.NeedsFullVerify && id != "" {
-		if src, err = discover.OpenSource(rep.Session); err != nil {
-			r := readers.AsRefused(err)
-			if r == nil {
-				return rep, fmt.Errorf("status: %w", err)
-			}
+		src, err = discover.OpenSource(rep.Session)
+		r := readers.AsRefused(err)
+		switch {
+		case err == nil:
+			defer src.Close()
+		case errors.Is(err, readers.ErrSourceChanged):
+			sv.out.add(changed(rep.Session, "the source changed while it was read"))
+		case r == nil:
+			return rep, fmt.Errorf("status: %w", err)
+		default:
 			sv.out.add(Finding{Code: SourceCode(string(r.Class)), Class: ClassCorrupt, Path: r.Path, Line: r.Line,
 				Detail: r.Reason, Repair: RepairSource})
+		}
+		if err != nil {
 			src = nil
-		} else {
-			defer src.Close()
 		}
 	}
 	if err := sv.run(context.Background(), st, src, rep.Session); err != nil {

@@ -313,8 +313,23 @@ func (x *session) journalEvents(sync bool, evs ...wire.MigrationEvent) error {
 	return nil
 }
 
-// failed records the failure and returns the result.
+// ClassSourceChanged is the report's error class of a session whose
+// source changed while the run read it (readers.ErrSourceChanged).
+const ClassSourceChanged = "source_changed"
+
+// failed records the failure and returns the result. A source that
+// changed while it was read is one cause wherever the run noticed it
+// (reading, verifying, before the cutover: issue 34 §3): one class, one
+// message, journaled as io_failure with a recoverable outcome ("run
+// again"), and never a refusal the refusal cache would keep.
 func (x *session) failed(res SessionResult, class wire.ErrorClass, v wire.Verification, err error) SessionResult {
+	if errors.Is(err, readers.ErrSourceChanged) {
+		if jerr := x.journal(x.event(wire.PhaseFailed, v, wire.OutcomeRecoverableError, wire.ErrorClassIOFailure)); jerr != nil {
+			x.env.Log.Warn().Str("session", x.s.Path).Err(jerr).Msg("failure not journaled")
+		}
+		x.env.Log.Warn().Str("session", x.s.Path).Err(err).Msg("source changed while it was read")
+		return fail(res, ClassSourceChanged, fmt.Errorf("%s changed while pisess read it (a writer that does not take pi's session lock, such as the TypeScript pi, wrote it): the next run migrates it", x.s.Path))
+	}
 	canceled := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 	if canceled {
 		// An interrupt is not damage: the contract has no "cancelled"
@@ -524,7 +539,7 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 	// pi takes none) may have changed the file: never install a sidecar
 	// that claims a fingerprint the source no longer has.
 	if err := unchanged(); err != nil {
-		return x.failed(res, wire.ErrorClassAtomicityViolation, v, err)
+		return x.failed(res, wire.ErrorClassAtomicityViolation, v, err) // ErrSourceChanged's when it is that
 	}
 	durable.Failpoint(fpBeforeCutover)
 	cut, err := rollback.Cutover(ctx, passed, rollback.CutoverSpec{
@@ -642,7 +657,7 @@ func (x *session) sourceFingerprint(src readers.Source, fp *wire.SourceFingerpri
 // what the sidecar will claim: by its status when the read took it (any
 // write moves the change time), else by hashing it again.
 func sourceUnchanged(path string, rec verify.Staged) error {
-	stale := errors.New("the source changed after it was read; the next run will migrate it")
+	stale := &readers.SourceChangedError{Path: path, Detail: "it moved between the read and the cutover"}
 	if rec.Info != nil {
 		now, err := os.Lstat(path)
 		if err != nil {
@@ -677,7 +692,7 @@ func sameFingerprint(a, b wire.SourceFingerprint) bool {
 // as a failed event: the run cannot migrate the session) and anything else
 // into a failure.
 func (x *session) refusedOrFailed(res SessionResult, err error) SessionResult {
-	if r := readers.AsRefused(err); r != nil {
+	if r := readers.AsRefused(err); r != nil && !errors.Is(err, readers.ErrSourceChanged) {
 		_ = x.journal(x.event(wire.PhaseFailed, wire.Verification{}, wire.OutcomeFatalError, wire.ErrorClassIntegrityMismatch))
 		res.Outcome = OutcomeRefused
 		res.Action = PlanRefuse

@@ -241,7 +241,7 @@ func (x *session) installAppended(ctx context.Context, res SessionResult, stagin
 	// cannot be set back) prove the same without reading it.
 	unchanged := func() error {
 		if !src.Unchanged() {
-			return errors.New("the source changed after it was read; the next run will migrate it")
+			return &readers.SourceChangedError{Path: s.Path, Detail: "it moved between the read and the cutover"}
 		}
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"path"
 
 	"pisess/ledger"
+	"pisess/readers"
 	"pisess/readers/jsonl"
 	"pisess/rollback"
 	"pisess/verify"
@@ -128,7 +129,7 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec led
 	}
 	durable.Failpoint(fpAfterStagingSeal)
 	if !src.Unchanged() {
-		return x.failed(res, wire.ErrorClassAtomicityViolation, v, errors.New("the source changed after it was read; the next run will migrate it")), inPlaceDone
+		return x.failed(res, wire.ErrorClassAtomicityViolation, v, &readers.SourceChangedError{Path: s.Path, Detail: "it moved between the read and the commit"}), inPlaceDone
 	}
 	durable.Failpoint(fpBeforeCutover)
 	if err := rollback.CommitInPlace(ctx, passed, spec); err != nil {
