@@ -189,13 +189,18 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 		return out, fmt.Errorf("fsck %s: %w", t.Root, err)
 	}
 	defer lock.Unlock()
-	return r.treeLocked(ctx, t, stale)
+	var hold func() error
+	if r.opt.Repair {
+		hold = ledger.Hold(lock, r.cid)
+	}
+	return r.treeLocked(ctx, t, stale, hold)
 }
 
 // treeLocked checks (and repairs) tree t, whose lock the caller holds;
-// stale is the holder text of a dead run whose lock was taken over. The
-// self-healing of migrate calls it too, under migrate's lock.
-func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string) (FsckTree, error) {
+// stale is the holder text of a dead run whose lock was taken over, hold
+// (nil: none) records the run as the lock's holder before its first
+// change. The self-healing of migrate calls it too, under migrate's lock.
+func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string, hold func() error) (FsckTree, error) {
 	out := FsckTree{Root: t.Root, Findings: []FsckFinding{}, Sessions: []FsckSession{}, Skipped: append([]discover.Skipped{}, t.Skipped...)}
 	j, err := ledger.OpenJournalWith(r.opt.Ops, t.Root)
 	if err != nil {
@@ -207,7 +212,7 @@ func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string)
 		// Its run records (ledger.RunRecord), written with its first
 		// repair: a check that repairs nothing writes nothing.
 		j.BeginRun(ledger.RunRecord{CorrelationID: r.cid, At: wire.FormatTimestamp(r.opt.Clock()), Phase: ledger.RunStart,
-			Command: "fsck --repair", PID: os.Getpid()}, nil)
+			Command: "fsck --repair", PID: os.Getpid()}, hold)
 		defer func() { r.endRun(j, out, stale != "", ctx.Err() != nil) }()
 	}
 	if r.opt.Repair {

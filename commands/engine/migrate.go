@@ -430,6 +430,8 @@ type migrateRun struct {
 	startedAt  string
 	staleOf    map[string]string
 	healedTree map[string]bool
+	// lockOf are the tree locks held, by root.
+	lockOf map[string]*durable.Lock
 }
 
 func (r *migrateRun) now() time.Time {
@@ -474,12 +476,12 @@ func (r *migrateRun) walk(ctx context.Context) ([]discover.Tree, error) {
 // state files read, again when another run may have worked on one since
 // the walk — its generation moved, or its lock was waited for — and after
 // a heal. A run with nothing to do walks once.
-func (r *migrateRun) lockAndHeal(ctx context.Context, trees []discover.Tree) ([]*durable.Lock, []discover.Tree, error) {
+func (r *migrateRun) lockAndHeal(ctx context.Context, trees []discover.Tree) (map[string]*durable.Lock, []discover.Tree, error) {
 	locks, stale, waited, err := lockTrees(ctx, r.log, r.opt.Ops, trees, r.opt.LockWait)
 	if err != nil {
 		return nil, nil, err
 	}
-	r.staleOf = stale
+	r.staleOf, r.lockOf = stale, locks
 	if r.changedSinceWalk(trees, waited) {
 		if trees, err = r.walk(ctx); err != nil {
 			return locks, nil, err
@@ -487,7 +489,7 @@ func (r *migrateRun) lockAndHeal(ctx context.Context, trees []discover.Tree) ([]
 	}
 	healed := false
 	for _, t := range trees {
-		h, err := heal(ctx, r.log, r.opt, t, stale[t.Root])
+		h, err := heal(ctx, r.log, r.opt, t, stale[t.Root], ledger.Hold(r.lockOf[t.Root], r.opt.CorrelationID))
 		if h != nil {
 			r.rep.Healed = append(r.rep.Healed, *h)
 			healed, r.healedTree[t.Root] = true, true
@@ -554,7 +556,7 @@ func (r *migrateRun) makeJobs(trees []discover.Tree) error {
 			}
 			// Written with the run's first record in the tree, if any.
 			j.BeginRun(ledger.RunRecord{CorrelationID: r.opt.CorrelationID, At: r.startedAt, Phase: ledger.RunStart,
-				Command: "migrate", PID: os.Getpid()}, nil)
+				Command: "migrate", PID: os.Getpid()}, ledger.Hold(r.lockOf[t.Root], r.opt.CorrelationID))
 			r.journals[t.Root] = j
 		}
 		var cache *ledger.RefusalCache
@@ -888,9 +890,8 @@ func walkRootsWith(ctx context.Context, paths []string, opt discover.Options) ([
 // way every changing run does (lockTreeForRepair); a lock left by a run
 // that died is taken over, and logged. waited names the trees whose lock
 // another run held when first tried.
-func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees []discover.Tree, wait time.Duration) (_ []*durable.Lock, staleOf map[string]string, waited map[string]bool, _ error) {
-	var locks []*durable.Lock
-	staleOf, waited = map[string]string{}, map[string]bool{}
+func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees []discover.Tree, wait time.Duration) (locks map[string]*durable.Lock, staleOf map[string]string, waited map[string]bool, _ error) {
+	locks, staleOf, waited = map[string]*durable.Lock{}, map[string]string{}, map[string]bool{}
 	for _, t := range trees {
 		if t.SymlinkAncestor != "" {
 			continue // nothing will be written there
@@ -915,12 +916,12 @@ func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees [
 			log.Warn().Str("tree", t.Root).Str("holder", stale).Msg("took over the tree lock of a run that died holding it")
 			staleOf[t.Root] = stale
 		}
-		locks = append(locks, l)
+		locks[t.Root] = l
 	}
 	return locks, staleOf, waited, nil
 }
 
-func unlockAll(locks []*durable.Lock) {
+func unlockAll(locks map[string]*durable.Lock) {
 	for _, l := range locks {
 		_ = l.Unlock()
 	}

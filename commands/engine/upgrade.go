@@ -203,6 +203,11 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 				return fmt.Errorf("upgrade %s: %w", t.Root, err)
 			}
 			defer l.Unlock()
+			// Something to upgrade: the run changes the tree (each file
+			// before its note), and is the lock's holder from now on.
+			if err := l.RecordHolder(opt.CorrelationID); err != nil {
+				return fmt.Errorf("upgrade %s: %w", t.Root, err)
+			}
 			if journal, err = ledger.OpenJournalWith(opt.Ops, t.Root); err != nil {
 				return fmt.Errorf("open journal of %s: %w", t.Root, err)
 			}
