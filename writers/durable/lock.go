@@ -153,7 +153,7 @@ func (o Ops) TryLockTree(path string) (*Lock, string, error) {
 	}
 	err = flock(f, unix.LOCK_EX|unix.LOCK_NB)
 	if err == unix.EWOULDBLOCK {
-		holder := readHolder(f)
+		holder := heldBy(f)
 		f.Close()
 		return nil, holder, &TreeLockedError{Path: path, Holder: holder}
 	}
@@ -214,6 +214,19 @@ func (o Ops) writeHolder(f *os.File, run string) error {
 	return o.sync(f)
 }
 
+// heldBy is the holder text of a held tree lock: the one it recorded, else
+// the pid of the process holding its flock when the system tells
+// (flockOwner).
+func heldBy(f *os.File) string {
+	if h := readHolder(f); h != "" {
+		return h
+	}
+	if pid := flockOwner(f); pid > 0 {
+		return fmt.Sprintf("pid=%d (holder not yet recorded)", pid)
+	}
+	return ""
+}
+
 // readHolder returns the trimmed holder text of a tree lock file (at most
 // 4 KiB are read: the file is ours and short, but it sits in a user's tree).
 func readHolder(f *os.File) string {
@@ -244,7 +257,7 @@ func (o Ops) StaleTreeLock(path string) (holder string, stale bool, err error) {
 	holder = readHolder(f)
 	err = flock(f, unix.LOCK_SH|unix.LOCK_NB)
 	if err == unix.EWOULDBLOCK {
-		return holder, false, nil
+		return heldBy(f), false, nil
 	}
 	if err != nil {
 		return "", false, &os.PathError{Op: "flock", Path: path, Err: err}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -186,6 +187,18 @@ func TestTreeLockWritesOnlyWhenTheRunChangesTheTree(t *testing.T) {
 	if readFile(t, path) != "" {
 		t.Fatal("holder text left after unlock")
 	}
+
+	// A holder that has not recorded itself yet is named all the same,
+	// where the system says who holds the flock (Linux: /proc/locks).
+	h := startHolder(t, "hold-tree-lock", path, "unlock", "unrecorded")
+	_, holder, err := OS.TryLockTree(path)
+	if want := fmt.Sprintf("pid=%d (holder not yet recorded)", h.cmd.Process.Pid); runtime.GOOS == "linux" && holder != want {
+		t.Errorf("TryLockTree of an unrecorded holder's lock = %q, %v; want %q", holder, err, want)
+	}
+	if got, stale, _ := OS.StaleTreeLock(path); stale || got != holder {
+		t.Errorf("StaleTreeLock of an unrecorded holder's lock = %q %v, want %q", got, stale, holder)
+	}
+	h.release(t)
 
 	dead := "pid=2147483000 host=gone started=2026-01-01T00:00:00Z run=dead-run-0001\n"
 	if err := os.WriteFile(path, []byte(dead), 0o600); err != nil {
