@@ -134,11 +134,15 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	where := e.Path
-	if e.Line > 0 {
-		where = fmt.Sprintf("%s:%d", e.Path, e.Line)
+	return fmt.Sprintf("%s: %s: %s", position(e.Path, e.Line), e.Class, e.Reason)
+}
+
+// position is "path:line", or path when line is 0.
+func position(path string, line int64) string {
+	if line > 0 {
+		return fmt.Sprintf("%s:%d", path, line)
 	}
-	return fmt.Sprintf("%s: %s: %s", where, e.Class, e.Reason)
+	return path
 }
 
 func (e *RefusedError) Unwrap() error { return e.Err }
@@ -160,11 +164,7 @@ type SourceChangedError struct {
 }
 
 func (e *SourceChangedError) Error() string {
-	where := e.Path
-	if e.Line > 0 {
-		where = fmt.Sprintf("%s:%d", e.Path, e.Line)
-	}
-	return fmt.Sprintf("%s: %v: %s", where, ErrSourceChanged, e.Detail)
+	return fmt.Sprintf("%s: %v: %s", position(e.Path, e.Line), ErrSourceChanged, e.Detail)
 }
 
 // Is makes a *SourceChangedError match ErrSourceChanged.
