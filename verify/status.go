@@ -403,7 +403,7 @@ const LazyHydrationThreshold = 10_000
 // a truncated or extended segment, or a byte flipped in a frame, passed
 // StatusFast, and so the cron run and `status`): at least as deep as pi's
 // own open of it (FORMAT.md §11). It is StatusFast, then, for a sidecar
-// that passes it as migrated or stale:
+// that passes it as migrated (one pi would use):
 //
 //   - up to LazyHydrationThreshold entries, Status: every frame read,
 //     checked and parsed, as pi's open reads them all;
@@ -411,10 +411,13 @@ const LazyHydrationThreshold = 10_000
 //     the sequence rules, each segment's bytes exactly covered, the
 //     manifest against the index, and the last frame of every segment.
 //
-// A verdict of StatusOpen (or Status) is one the fresh cache may keep.
+// A verdict of StatusOpen (or Status) is one the fresh cache may keep. A
+// stale sidecar is not read further: pi does not open it, and a refresh
+// checks what it continues of it frame by frame (pi's everyday save marks
+// it so, and this would read it at every refresh).
 func StatusOpen(sessionPath string) (StatusReport, error) {
 	rep, err := StatusFast(sessionPath)
-	if err != nil || rep.Verification != nil || rep.Class != ClassMigrated && rep.Class != ClassStale {
+	if err != nil || rep.Verification != nil || rep.Class != ClassMigrated {
 		return rep, err // decided, or already Status's (a full verification)
 	}
 	if rep.Entries <= LazyHydrationThreshold {
