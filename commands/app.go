@@ -219,8 +219,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case err != nil:
 		var ce *canceledError
-		if errors.As(err, &ce) && r.text != nil && !r.json {
-			r.text(r.stdout) // what the run did before it stopped
+		if errors.As(err, &ce) && r.text != nil && !r.json && !r.view.quiet {
+			// What the run did before it stopped; with -q the one line
+			// below (the run and its undo) is all (issue 34 §3: cron
+			// mailed the report of every session).
+			r.text(r.stdout)
 		}
 		r.renderError(err)
 	case r.json && r.value != nil:

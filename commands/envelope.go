@@ -276,7 +276,7 @@ func migrateTotals(rep engine.MigrateReport) map[string]int64 {
 	t := rep.Totals
 	m := counts("sessions", t.Sessions, "migrated", t.Migrated, "refreshed", t.Refreshed, "verified", t.Verified,
 		"skipped", t.Skipped, "needsRepair", t.NeedsRepair, "refused", t.Refused, "busy", t.Busy, "failed", t.Failed,
-		"skippedEntries", len(rep.Skipped))
+		"interrupted", t.Interrupted, "notStarted", t.NotStarted, "healed", t.Healed, "skippedEntries", len(rep.Skipped))
 	m["entries"], m["bytes"], m["sourceBytes"] = int64(t.Entries), int64(t.Bytes), t.SourceBytes
 	return m
 }

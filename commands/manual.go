@@ -46,9 +46,13 @@ one). -q prints only what needs the operator's action, and nothing at all
 when nothing does (exit 0): what a crontab wants. Paths in text reports are
 relative to their tree, sizes in human units; --json has exact numbers.
 
-SIGINT (Ctrl-C) or SIGTERM stops a run between steps; the error names the
-run and how to undo it (pisess rollback --tree T ID), in text and in --json,
-where it also carries the partial report.`},
+SIGINT (Ctrl-C) or SIGTERM stops a run between steps, within a second
+whatever it is doing (walking, planning, migrating, discarding displaced
+copies); the error names the run and how to undo it (pisess rollback --tree
+T ID), in text and in --json, where it also carries the partial report; with
+-q that one line is all it prints. The partial report calls a session the run
+had begun interrupted and one it never began not_started, neither a failure:
+the next run does them.`},
 
 	{name: "LOGS AND METRICS", text: `On stderr the default log level is warn (error with -q); in a log file it is
 info: every run writes a start record (command, correlation id, paths, pid),

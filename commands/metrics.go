@@ -279,7 +279,8 @@ func treeMetrics(rep engine.Report) []metrics.Tree {
 // so that a series never vanishes from the monitoring between runs.
 var (
 	migrateOutcomes = []string{string(engine.OutcomeDone), string(engine.OutcomeChecked), string(engine.OutcomeSkipped),
-		string(engine.OutcomeLeft), string(engine.OutcomeRefused), string(engine.OutcomeBusy), string(engine.OutcomeFailed)}
+		string(engine.OutcomeLeft), string(engine.OutcomeRefused), string(engine.OutcomeBusy), string(engine.OutcomeFailed),
+		string(engine.OutcomeInterrupted), string(engine.OutcomeNotStarted)}
 	fsckOutcomes     = []string{"clean", "repaired", "left"}
 	verifyOutcomes   = []string{"verified", "stale", "failed", "skipped"}
 	upgradeOutcomes  = []string{string(upgrade.StatusUpgraded), string(upgrade.StatusPlanned), string(upgrade.StatusCurrent), string(upgrade.StatusSkipped), string(upgrade.StatusRefused), string(upgrade.StatusBusy), string(upgrade.StatusChanged), string(upgrade.StatusFailed)}

@@ -23,10 +23,17 @@ Sessions are found by extension and header (.jsonl, .sqlite), never by the
 shape of their names; no symlink is followed.
 
 Each session gets one action: migrate (no sidecar), refresh (the sidecar is
-stale: pi wrote the session since — the everyday job of a cron run), skip
-(fresh; --force rebuilds it), needs_repair (corrupt or partial sidecar, or
-leftovers of an interrupted run this run did not heal: left for pisess fsck
---repair; --force rebuilds from the source instead) or refuse (the reference
+stale: pi wrote the session since — the everyday job of a cron run; or it is
+corrupt or partial in a way a rebuild from the source mends — frames, index,
+manifest, a missing part — found by a status at least as deep as pi's own
+open of it: the run heals it, keeps the damaged sidecar in its quarantine,
+journals a repair and counts it healed, exit 0 when the rebuild succeeds),
+skip (fresh; --force rebuilds it), needs_repair (a sidecar damaged in a way
+only fsck decides — modes, owner, a symlink or special file, a pending
+rollback — or leftovers of an interrupted run this run did not heal: left
+for pisess fsck --repair; --force rebuilds from the source instead), busy
+(the session lock is held: pi is writing it, or rebuilding its sidecar beside
+it) or refuse (the reference
 cannot migrate it: a custom_message entry, a lone surrogate, a missing
 parent, a version 1 or 2 header (see pisess upgrade), a symlinked session
 file, a tree under a symlinked directory, a .sqlite whose stem also has a
@@ -46,7 +53,17 @@ into <stem>.v2. Directories are 0700 and files 0600 whatever the umask; run as
 root over another user's tree, everything pisess creates belongs to the
 session file's owner (a root-owned sidecar would break pi's open). A .sqlite
 session migrates with sourceFormat sqlite_v1; pi's resume reads the sidecars
-of JSONL sessions only, which the report notes.
+of JSONL sessions only, which the report notes, so pi never judges a SQLite
+sidecar's freshness: pisess does, by the database file's fingerprint and by
+its write-ahead log (a <file>.sqlite-wal modified after the sidecar's
+source-state.json, or less than 2 s before it, holds commits the database
+file does not have yet, and makes the sidecar stale).
+
+A source written while it is read (a writer that ignores pi's session lock)
+fails the same way wherever the run notices it (reading it, comparing the
+store with it, just before the cutover): class source_changed, one message,
+journaled failed with io_failure and recoverable_error; nothing is installed
+or remembered, and the next run reads it again.
 
 Refresh. pi only ever appends whole lines to a session, and marks its sidecar
 dirty when it does. When the session still begins with exactly the bytes
@@ -71,8 +88,12 @@ replaces is moved to <tree>/.pisess/quarantine/<correlation id>/. It is not
 kept (a discarded note in the journal) when it is reproducible: pisess built
 it, for a run this tree's journal or refresh record knows, and the session
 file still begins with the bytes it was built from; so cron refreshes do not
-grow the disk. A sidecar pisess did not build, a corrupt one, or one whose
-source was rewritten rather than appended to stays in the quarantine;
+grow the disk. A SQLite database never keeps the bytes a sidecar was built
+from (pages are rewritten): its displaced sidecar is reproducible when the
+database still holds its entries (the same session id, and a manifest whose
+entry count and chain are the new build's after as many entries). A sidecar
+pisess did not build, a corrupt one (a heal's), or one whose source was
+rewritten rather than appended to stays in the quarantine;
 --keep-displaced keeps every one. pisess rollback <correlation id> undoes the
 run: the sidecars it installed or continued go to the quarantine, the ones it
 displaced and kept come back; where it kept none, pi reads the session file
@@ -85,9 +106,15 @@ directory at or above it that holds .pisess/, else the default tree when the
 path lies under it, else the parent of a pi cwd directory (--<cwd>--), else
 the directory itself. A run on a subdirectory uses its tree's one journal,
 tree lock and quarantine, so runs on overlapping paths exclude each other
-(the second exits 32 naming the holder, or waits up to --lock-wait). Printed
-hints (pisess rollback --tree T ID, pisess fsck --repair T) carry the tree
-when it is not the default one.
+(the second exits 32 naming the holder, or waits up to --lock-wait). A run
+plans only from what it sees while it holds the tree lock: when another run
+changed the tree meanwhile (or the lock was waited for, or a heal ran), it
+walks the tree and reads its state files again. A run writes its holder text
+(pid, host, start, run id) into .pisess/lock only before it first changes the
+tree and clears it at the end, so a run with nothing to do leaves the file
+untouched. Printed hints (pisess rollback --tree T ID, pisess fsck --repair
+T) always carry the tree, absolute and shell-quoted, so that they run as
+printed from any directory and shell.
 
 Nothing redone. A run with nothing to do writes nothing: no journal record,
 no file in the tree, not even a session's lock file. A session the reference
@@ -98,7 +125,11 @@ reference's verdicts on the session's bytes are remembered: an I/O or
 resource error (EACCES, EIO, EMFILE, a full or missing TMPDIR) or a database
 another process holds locked is a failure of the run (counted, exit 4, read
 again by the next run). A sidecar
-found fresh, or installed or continued by a run on a file system whose change
+found fresh by a status at least as deep as pi's own open of it (up to
+10,000 entries every frame read and checked, as pi's open reads them all;
+above, every index row against its segment, each segment's bytes exactly
+covered, the manifest against the index and the last frame of every
+segment), or installed or continued by a run on a file system whose change
 times show every change (Linux 6.13 and later on ext4, xfs, btrfs and tmpfs;
 probed once per run), is remembered in <tree>/.pisess/fresh.json by a digest
 of the metadata of every file of the sidecar and of the session file; the
@@ -108,7 +139,8 @@ rename, link or new file moves a change time the digests cover; what changed
 within 2 s of a run's start is judged again by the next run (git's racily
 clean rule); a system clock stepped back by more than 2 s while a run plans is
 the one change this cannot see. These files only save work: each entry is
-checked against the files it names, and nothing in them is an address.
+checked against the files it names, nothing in them is an address, and a
+file written by another pisess build (its "pisess" stamp) is ignored.
 
 Self-healing. A run that takes over the tree lock of a pisess run that died
 holding it (a reboot, the OOM killer, kill -9) first repairs the staging and
@@ -218,7 +250,8 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 		switch {
 		case s.Problem(rep.Strict):
 			problems = append(problems, s)
-		case s.Outcome == engine.OutcomeRefused:
+		case s.Outcome == engine.OutcomeRefused || s.Healed:
+			// A healed sidecar is a repair the run made: said unless -q.
 			notices = append(notices, s)
 		case rep.DryRun && s.Outcome == engine.OutcomeChecked:
 			plan = append(plan, s)
@@ -246,8 +279,11 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 		fmt.Fprintln(tw, "OUTCOME\tACTION\tENTRIES\tSIZE\tSESSION\tREASON")
 		for _, s := range rows {
 			outcome := string(s.Outcome)
-			if s.Outcome == engine.OutcomeRefused && !rep.Strict {
+			switch {
+			case s.Outcome == engine.OutcomeRefused && !rep.Strict:
 				outcome = "notice"
+			case s.Healed:
+				outcome = "repaired"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", outcome, s.Action, s.Entries, size(s.Bytes), relTo(rep.Trees, s.Path), migrateReason(rep.Trees, s))
 			for _, n := range s.Notes {
@@ -262,8 +298,9 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 	for _, kv := range []struct {
 		n    int
 		name string
-	}{{t.Migrated, "migrated"}, {t.Refreshed, "refreshed"}, {t.Verified, "would change (built and verified outside the tree)"}, {t.Skipped, "up to date"},
-		{t.NeedsRepair, "need repair"}, {t.Refused, "refused by the reference (notices)"}, {t.Busy, "busy"}, {t.Failed, "failed"}} {
+	}{{t.Migrated, "migrated"}, {t.Refreshed, "refreshed"}, {t.Healed, "of them damaged and rebuilt (repairs)"}, {t.Verified, "would change (built and verified outside the tree)"}, {t.Skipped, "up to date"},
+		{t.NeedsRepair, "need repair"}, {t.Refused, "refused by the reference (notices)"}, {t.Busy, "busy"}, {t.Failed, "failed"},
+		{t.Interrupted, "interrupted"}, {t.NotStarted, "not started"}} {
 		if kv.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", kv.n, kv.name))
 		}

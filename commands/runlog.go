@@ -71,7 +71,7 @@ func (r *run) endRun(code int, err error) {
 		t := m.Totals
 		ev = ev.Int("sessions", t.Sessions).Int("migrated", t.Migrated).Int("refreshed", t.Refreshed).
 			Int("upToDate", t.Skipped).Int("refused", t.Refused).Int("needsRepair", t.NeedsRepair).
-			Int("busy", t.Busy).Int("failed", t.Failed).Uint64("frameBytes", t.Bytes).Int64("sourceBytes", t.SourceBytes)
+			Int("busy", t.Busy).Int("failed", t.Failed).Int("interrupted", t.Interrupted).Int("notStarted", t.NotStarted).Uint64("frameBytes", t.Bytes).Int64("sourceBytes", t.SourceBytes)
 	}
 	if err != nil {
 		ev = ev.Str("error", err.Error()).Str("errorClass", errorClass(err))
@@ -117,6 +117,10 @@ func (r *run) canceled(err error) error {
 			trees = rep.Trees
 		}
 		hint = fmt.Sprintf("; what it finished is journaled: run it again to finish, or undo it with `%s`", engine.RollbackHint(r.cid, trees))
+		if len(trees) == 0 {
+			// Stopped before it had its trees: it changed nothing.
+			hint = "; it stopped before it migrated anything"
+		}
 	}
 	return &canceledError{err: err, msg: fmt.Sprintf("run %s (%s) was interrupted%s: %v", r.cid, r.command, hint, err)}
 }

@@ -16,12 +16,13 @@ func runsCommand(r *run) *cli.Command {
 		Usage:     "list the runs a tree's journal records (read-only)",
 		ArgsUsage: "[PATH...]",
 		Description: `Lists the runs recorded in the journal of the tree of each PATH (a tree or
-any path inside it; with none, the default tree), oldest first: correlation
-id, command (migrate, upgrade or fsck --repair, from its records), first and
-last record times, sessions, sidecars installed, failures, upgrades, repairs,
-displaced sidecars not kept (reproducible), whether (and when) the run was
-rolled back, and the bytes its quarantine holds. A run that had nothing to do
-wrote nothing, so it is not listed. Nothing is written or locked.`,
+any path inside it; with none, the default tree): correlation id, command
+(migrate, upgrade or fsck --repair; "interrupted" when the run began and never
+ended, as a killed run, until a later run healed what it left), start and end,
+sessions, sidecars installed and failures (the run's own summary), upgrades,
+repairs, displaced sidecars not kept (reproducible), whether and when the run
+was rolled back (the rollback is not part of the run), and the bytes its
+quarantine holds. Nothing is written or locked.`,
 		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
 			rep, err := engine.Runs(r.log.WithContext(c.Context), engine.RunsOptions{Paths: c.Args().Slice()})
@@ -55,6 +56,12 @@ func renderRuns(w io.Writer, rep engine.RunsReport) {
 			cmd := run.Command
 			if cmd == "" {
 				cmd = "-"
+			}
+			switch {
+			case run.Interrupted && run.HealedBy != "":
+				cmd += " (interrupted, healed by " + run.HealedBy + ")"
+			case run.Interrupted:
+				cmd += " (interrupted)"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", run.CorrelationID, cmd, run.Start, run.End,
 				run.Sessions, run.Completed, run.Failed, rb, size(run.QuarantineBytes))

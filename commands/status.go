@@ -30,12 +30,15 @@ entry) and the correlation id of the last run that migrated it.
 
 The class is the reference's (unmigrated: no <stem>.v2; partial: no segments/,
 or no index while the source has entries; corrupt: a failed check; stale:
-passes the checks but pi wrote the session since; migrated: the rest), judged
-from manifests, index sizes, source-state.json and fingerprints only, never
-frame bodies (the source is hashed only when the fast identity check cannot
-decide, as pi does), so it stays fast on huge stores: about a millisecond for
-a store of a million entries. Damage inside frames is pisess fsck's and pisess
-verify's to find. A session's name (and, without a sidecar, its entry count)
+passes the checks but pi wrote the session since; migrated: the rest), exactly
+as the reference judges it (FORMAT.md §9): every check, every frame read, as
+verify does — except for a sidecar the tree's fresh cache vouches for (every
+file of it unchanged since a status at least as deep as pi's open, or the run
+that wrote it, found it sound: .pisess/fresh.json, read and never written by
+status), of which only the session file is judged again when it changed; so
+the steady state stays fast (about a millisecond for a vouched store of a
+million entries). A missing index while the source has entries is partial,
+as the reference and FORMAT.md §9 say. A session's name (and, without a sidecar, its entry count)
 is read from its first 16 MiB (256 MiB without a sidecar); beyond that the
 name is not shown and the count comes from the manifest. Nothing is written
 or locked.`,

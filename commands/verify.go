@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -78,7 +79,7 @@ func renderVerify(w io.Writer, rep engine.VerifyReport, v view) {
 			f.EntryCountMatch, f.HashChainMatch, f.IndexConsistent, s.Entries, s.SourceEntries, s.Fresh)
 		for _, inv := range s.Invariants {
 			if !inv.Holds {
-				fmt.Fprintf(w, "  %s broken: %s\n", inv.Code, relText(rep.Trees, inv.Detail))
+				fmt.Fprintf(w, "  %s broken: %s\n", inv.Code, relText(rep.Trees, invariantCause(inv.Detail, s.Findings)))
 			}
 		}
 		for _, fd := range s.Findings {
@@ -88,4 +89,20 @@ func renderVerify(w io.Writer, rep engine.VerifyReport, v view) {
 	renderSkipped(w, rep.Trees, rep.Skipped, v)
 	skipped := len(rep.Sessions) - rep.Verified - rep.Stale - rep.Failed
 	fmt.Fprintf(w, "%d verified, %d stale, %d failed, %d without a sidecar\n", rep.Verified, rep.Stale, rep.Failed, skipped)
+}
+
+// invariantCause is what a broken invariant's line says: the finding that
+// breaks it, by its code only when that finding is listed below (one
+// damage breaks several invariants, and was printed once per invariant).
+func invariantCause(detail string, findings []engine.VerifyFinding) string {
+	code, _, ok := strings.Cut(strings.TrimPrefix(detail, "["), "]")
+	if !ok || !strings.HasPrefix(detail, "[") {
+		return detail
+	}
+	for _, f := range findings {
+		if f.Code == code {
+			return "see [" + code + "] below"
+		}
+	}
+	return detail
 }

@@ -46,7 +46,7 @@ func TestTextReportsAreTreeRelative(t *testing.T) {
 	}{
 		{[]string{"migrate", "-n", "-v", root}, ExitProblems, "line 16: unknown_entry_type"},
 		{[]string{"status", "-v", root}, ExitClean, exampleSessionRel + ": corrupt: "},
-		{[]string{"verify", root}, ExitProblems, "INV-003 broken: [index.crc] " + strings.TrimSuffix(exampleSessionRel, ".jsonl") + ".v2/segments/"},
+		{[]string{"verify", root}, ExitProblems, "[index.crc] " + strings.TrimSuffix(exampleSessionRel, ".jsonl") + ".v2/segments/"},
 		{[]string{"fsck", root}, ExitProblems, "problem [tree.journal-line] .pisess/journal.jsonl (line "},
 		{[]string{"rollback", "--tree", root, "relative-run-01"}, ExitClean, "to .pisess/quarantine/relative-run-01/"},
 		{[]string{"runs", root}, ExitClean, "relative-run-01"},

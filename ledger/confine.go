@@ -199,6 +199,9 @@ func relativeRecord(tree string, rec Record) Record {
 	case rec.Note != nil:
 		n := *rec.Note
 		rec.Note = &n
+	case rec.Run != nil:
+		r := *rec.Run
+		rec.Run = &r
 	}
 	for _, m := range rec.pathMembers() {
 		*m.value = relative(tree, *m.value)

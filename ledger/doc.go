@@ -4,8 +4,8 @@
 // <tree>/.pisess/, which outlives any store it describes (a rollback's
 // receipt cannot live in the store it removes):
 //
-//	journal.jsonl    the tree journal: every run's events and notes (Journal)
-//	lock             the tree lock: one pisess run per tree (LockTreeWait, LockTreeForCheck)
+//	journal.jsonl    the tree journal: every run's events, notes and run records (Journal)
+//	lock             the tree lock: one pisess run per tree (LockTreeWait, LockTreeForCheck, Hold)
 //	quarantine/<id>/ what a run moved out of the tree, never deleted (Quarantiner, QuarantinePath)
 //	pruning/         what prune is about to delete (Prune)
 //	refused.json     the refusal cache: sessions refused, by file identity (RefusalCache)
@@ -25,8 +25,13 @@
 //
 // The journal and the store ledger are appended whole and fsynced (below).
 // The tree lock is an flock, released by the kernel when its holder dies;
-// the holder's text it keeps lets the next run tell a dead holder (a stale
-// lock, taken over and reported) from a live one. A quarantine move is a
+// the holder's text, which a run writes before its first change to the
+// tree (Hold) and clears at its end, lets the next run tell a dead holder
+// (a stale lock, taken over and reported) from a live one; a run with
+// nothing to do writes none. The state files carry the stamp of the
+// pisess that wrote them (Stamp) and are ignored under another.
+// Generation tells a run whether another run wrote the tree since it
+// looked. A quarantine move is a
 // rename recorded by a journal note after it (Quarantiner.Move), a copy is
 // written durably before the caller removes the original (Keep). Prune
 // moves what it deletes into pruning/ first, rewrites the journal
@@ -56,11 +61,14 @@
 //
 // # The tree journal
 //
-// One line per record, appended whole and fsynced. A record is either a
-// migration event, byte for byte as the store ledger holds it, or a pisess
+// One line per record, appended whole and fsynced. A record is a
+// migration event, byte for byte as the store ledger holds it, a pisess
 // note (schema "pisess.journal_note.v1") carrying what a migration event
 // cannot hold but a rollback needs: where a displaced sidecar or an
-// upgraded source was quarantined and the digests to check it by.
+// upgraded source was quarantined and the digests to check it by, or a run
+// record (schema "pisess.journal_run.v1"): a run's start, written with its
+// first other record, and its end with its summary (RunRecord; JournalRuns
+// reads a run from them, a start with no end being a run that died).
 //
 // Phases are pisess's dirty bit, as golang-migrate's version+dirty: a run
 // writes an intent (planned, staging_copy, integrity_check, cutover_commit)

@@ -29,11 +29,12 @@ const (
 // JournalPath returns <tree>/.pisess/journal.jsonl.
 func JournalPath(tree string) string { return filepath.Join(tree, PisessDir, JournalName) }
 
-// Record is one journal line: exactly one of Event and Note is set.
+// Record is one journal line: exactly one of Event, Note and Run is set.
 type Record struct {
 	Line  int64 // 1-based line number; 0 for a record not read from a journal
 	Event *wire.MigrationEvent
 	Note  *Note
+	Run   *RunRecord
 }
 
 // EventRecord and NoteRecord build records to append.
@@ -47,12 +48,14 @@ func (r Record) CorrelationID() string {
 		return r.Event.CorrelationID
 	case r.Note != nil:
 		return r.Note.CorrelationID
+	case r.Run != nil:
+		return r.Run.CorrelationID
 	}
 	return ""
 }
 
 // Session is the session file the record concerns: an event's sourcePath
-// or a note's session.
+// or a note's session ("" for a run record).
 func (r Record) Session() string {
 	switch {
 	case r.Event != nil:
@@ -66,8 +69,13 @@ func (r Record) Session() string {
 // encode checks r and returns its line.
 func (r Record) encode() ([]byte, error) {
 	switch {
-	case r.Event != nil && r.Note != nil:
-		return nil, errors.New("journal record: both an event and a note")
+	case r.Event != nil && r.Note != nil || r.Run != nil && (r.Event != nil || r.Note != nil):
+		return nil, errors.New("journal record: more than one of an event, a note and a run record")
+	case r.Run != nil:
+		if err := CheckRun(*r.Run); err != nil {
+			return nil, err
+		}
+		return AppendRun(nil, *r.Run), nil
 	case r.Event != nil:
 		if err := wire.CheckMigrationEvent(*r.Event); err != nil {
 			return nil, fmt.Errorf("journal record: %w", err)
@@ -79,7 +87,7 @@ func (r Record) encode() ([]byte, error) {
 		}
 		return AppendNote(nil, *r.Note), nil
 	}
-	return nil, errors.New("journal record: neither an event nor a note")
+	return nil, errors.New("journal record: none of an event, a note and a run record")
 }
 
 // BadLine is a journal line that does not parse, or a record refused as
@@ -121,6 +129,13 @@ type Journal struct {
 	// set): the next append whose look finds it as it was writes there,
 	// three system calls instead of nine (issue 14). Close releases it.
 	app *durable.Appender
+
+	// run is the start record of the run appending through this Journal
+	// (BeginRun), written with its first record, after hold (which records
+	// the run as the tree lock's holder); runStarted once it is.
+	run        *RunRecord
+	hold       func() error
+	runStarted bool
 }
 
 // journalEnd identifies the journal file as an append left it: its change
@@ -307,6 +322,65 @@ func (j *Journal) append(sync bool, recs ...Record) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	starting := j.run != nil && !j.runStarted
+	if starting {
+		if j.hold != nil {
+			if err := j.hold(); err != nil {
+				return fmt.Errorf("journal append: %w", err)
+			}
+		}
+		line = append(AppendRun(nil, *j.run), line...)
+	}
+	if err := j.appendLocked(sync, line); err != nil {
+		return err
+	}
+	if starting {
+		j.runStarted = true
+	}
+	return nil
+}
+
+// BeginRun makes start (a RunStart record) the first line this Journal
+// writes, with the first record appended through it, after hold (nil:
+// none) has recorded the run as the tree lock's holder: a run that
+// appends nothing writes neither (issue 34 §3: a run with nothing to do
+// changes nothing).
+func (j *Journal) BeginRun(start RunRecord, hold func() error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.run, j.hold, j.runStarted = &start, hold, false
+}
+
+// EndRun appends end (a RunEnd record, unsynced: the caller syncs) when
+// the run's start was written, or always when force (a run that changed
+// the tree without a record of its own, such as the takeover of a dead
+// run's lock). The run is over: later appends write no start.
+func (j *Journal) EndRun(end RunRecord, force bool) error {
+	j.mu.Lock()
+	started := j.runStarted
+	j.mu.Unlock()
+	if !started && !force {
+		j.mu.Lock()
+		j.run = nil
+		j.mu.Unlock()
+		return nil
+	}
+	err := j.append(false, RunRecordOf(end))
+	j.mu.Lock()
+	j.run = nil
+	j.mu.Unlock()
+	return err
+}
+
+// RunStarted reports whether the run's start record was written.
+func (j *Journal) RunStarted() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.runStarted
+}
+
+// appendLocked writes line (whole records) with j.mu held.
+func (j *Journal) appendLocked(sync bool, line []byte) error {
 	if !j.ready {
 		dir := filepath.Dir(j.path)
 		uid, gid, err := j.ops.Owner(j.tree)
@@ -520,6 +594,12 @@ func parseRecord(line []byte) (*Record, string) {
 			return nil, err.Error()
 		}
 		return &Record{Note: &n}, ""
+	case SchemaRun:
+		r, err := ParseRun(line)
+		if err != nil {
+			return nil, err.Error()
+		}
+		return &Record{Run: &r}, ""
 	}
 	return nil, fmt.Sprintf("unknown schema %q", schema.Str)
 }

@@ -69,12 +69,14 @@ func Prune(ctx context.Context, log zerolog.Logger, opt PruneOptions, root strin
 	pt := PruneTree{Root: root, Runs: []string{}, Quarantine: []string{}}
 	pisess := filepath.Join(root, PisessDir)
 	trash := filepath.Join(pisess, PruningDir)
+	hold := func() error { return nil }
 	if !opt.DryRun {
 		l, _, err := LockTreeWait(ctx, opt.Ops, root, opt.LockWait)
 		if err != nil {
 			return pt, fmt.Errorf("prune %s: %w", root, err)
 		}
 		defer l.Unlock()
+		hold = Hold(l, "")
 		// A prune killed midway: finish it.
 		if err := removeTrash(opt.Ops, trash); err != nil {
 			return pt, fmt.Errorf("prune %s: %w", root, err)
@@ -138,6 +140,12 @@ func Prune(ctx context.Context, log zerolog.Logger, opt PruneOptions, root strin
 		return pt, nil
 	}
 
+	if len(remove) > 0 || len(drop) > 0 {
+		// Something to change: this run is the lock's holder now.
+		if err := hold(); err != nil {
+			return pt, fmt.Errorf("prune %s: %w", root, err)
+		}
+	}
 	// Move first, rewrite the journal, then delete: a kill at any point
 	// leaves at most .pisess/pruning/ (removed by the next prune) and
 	// never a journal naming quarantine entries of a run inside the window

@@ -1,22 +1,29 @@
 package ledger
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"pisess/writers/wire"
 )
 
-// RunInfo is one run of a tree's journal, as `pisess runs` lists it.
+// RunInfo is one run of a tree's journal, as `pisess runs` lists it. A run
+// with run records (RunRecord) is described by them: its command, its
+// start and end, its counts (the end's summary); a rollback of it is not
+// part of it. For a journal of an older pisess, the run's other records
+// say what they can.
 type RunInfo struct {
 	CorrelationID string `json:"correlationId"`
-	// Command is what the run's records show it was: migrate, upgrade or
-	// fsck --repair ("" when they do not say).
+	// Command is what the run was: migrate, upgrade or fsck --repair
+	// (from its start record; else guessed from its records, "" when they
+	// do not say).
 	Command string `json:"command"`
-	Start   string `json:"start"` // the first record's time
-	End     string `json:"end"`   // the last record's time, rollback records excluded
+	Start   string `json:"start"` // its start record's time, else its first record's
+	End     string `json:"end"`   // its end record's time, else its last record's (rollback records excluded)
 	// Sessions is how many sessions the run has records of.
 	Sessions  int `json:"sessions"`
 	Completed int `json:"completed"` // completed/ok events: sidecars installed
@@ -27,6 +34,12 @@ type RunInfo struct {
 	Discarded  int    `json:"discarded"`
 	RolledBack bool   `json:"rolledBack"`
 	RollbackAt string `json:"rollbackAt,omitempty"`
+	// Interrupted: the run began and never ended in order (killed: its
+	// start record has no end, the golang-migrate "dirty" bit), or ended
+	// stopped by an interrupt. HealedBy is the later run that healed what
+	// a killed one left (its end record names it), "" while none has.
+	Interrupted bool   `json:"interrupted"`
+	HealedBy    string `json:"healedBy,omitempty"`
 	// QuarantineBytes is what the run's quarantine directory holds.
 	QuarantineBytes int64 `json:"quarantineBytes"`
 }
@@ -39,6 +52,11 @@ type runAcc struct {
 	sessions   map[string]bool
 	planned    bool
 	badTime    bool
+	// From its run records: started (a start record), ended (an end
+	// record, end), and whether a rollback's bracket is open.
+	started, ended bool
+	endRec         *RunRecord
+	inRollback     bool
 }
 
 // JournalRuns reads a tree's journal into runs, oldest first.
@@ -47,11 +65,21 @@ func JournalRuns(root string) ([]RunInfo, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	healedBy := map[string]string{}
+	for _, id := range order {
+		if e := accs[id].endRec; e != nil {
+			for _, h := range e.Healed {
+				healedBy[h] = id
+			}
+		}
+	}
 	out := make([]RunInfo, 0, len(order))
 	for _, id := range order {
 		a := accs[id]
 		a.info.Sessions = len(a.sessions)
 		switch {
+		case a.started:
+			// Command from the start record.
 		case a.info.Upgraded > 0:
 			a.info.Command = "upgrade"
 		case a.info.Repairs > 0:
@@ -64,6 +92,15 @@ func JournalRuns(root string) ([]RunInfo, int, error) {
 		if !a.start.IsZero() {
 			a.info.Start = wire.FormatTimestamp(a.start)
 			a.info.End = wire.FormatTimestamp(a.end)
+		}
+		if e := a.endRec; e != nil {
+			// The run's own summary, not a count of its records (a
+			// refusal is journaled as a failed event).
+			a.info.Completed, a.info.Failed = int(e.Totals["installed"]), int(e.Totals["failed"])
+			a.info.Interrupted = e.Interrupted
+		}
+		if a.started && !a.ended {
+			a.info.Interrupted, a.info.HealedBy = true, healedBy[id]
 		}
 		a.info.QuarantineBytes = DirBytes(Quarantine(root, id))
 		out = append(out, a.info)
@@ -87,8 +124,12 @@ func scanRuns(root string) (map[string]*runAcc, []string, int, error) {
 			accs[id] = a
 			order = append(order, id)
 		}
+		if rr := r.Run; rr != nil {
+			a.runRecord(rr)
+			return nil
+		}
 		at, session := "", r.Session()
-		rollbackRec := false
+		rollbackRec := a.inRollback
 		if ev := r.Event; ev != nil {
 			at = ev.At
 			switch ev.Phase {
@@ -111,7 +152,15 @@ func scanRuns(root string) (map[string]*runAcc, []string, int, error) {
 			case NoteUpgraded:
 				a.info.Upgraded++
 			case NoteRepair, NoteQuarantined:
-				a.info.Repairs++
+				// A rollback's notes (of an older pisess: no bracket)
+				// are the rollback's, not repairs of the run.
+				if !rollbackRec && !strings.HasPrefix(n.Detail, rollbackDetail) {
+					a.info.Repairs++
+				} else {
+					rollbackRec = true
+				}
+			case NoteRestored:
+				rollbackRec = rollbackRec || strings.HasPrefix(n.Detail, rollbackDetail)
 			case NoteDiscarded:
 				a.info.Discarded++
 			}
@@ -133,18 +182,92 @@ func scanRuns(root string) (map[string]*runAcc, []string, int, error) {
 		if session != "" {
 			a.sessions[session] = true
 		}
-		if a.start.IsZero() || t.Before(a.start) {
-			a.start = t
-		}
-		if t.After(a.end) {
-			a.end = t
-		}
+		a.saw(t)
 		return nil
 	})
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("journal of %s: %w", root, err)
 	}
 	return accs, order, len(badLines), nil
+}
+
+// rollbackDetail begins the detail of every note a rollback writes.
+const rollbackDetail = "rollback"
+
+// runRecord accounts one run record of the run.
+func (a *runAcc) runRecord(r *RunRecord) {
+	t, err := time.Parse(time.RFC3339Nano, r.At)
+	if err != nil {
+		a.badTime = true
+		return
+	}
+	if t.After(a.lastAny) {
+		a.lastAny = t
+	}
+	switch {
+	case r.Command == "rollback" && r.Phase == RunStart:
+		a.inRollback = true
+	case r.Command == "rollback":
+		a.inRollback = false
+		a.info.RollbackAt = r.At
+	case r.Phase == RunStart:
+		a.started, a.info.Command = true, r.Command
+		a.start = t
+	default:
+		a.ended, a.endRec = true, r
+		a.info.Command = cmp.Or(a.info.Command, r.Command)
+		a.endAt(t)
+	}
+}
+
+// saw widens the run's span by a record of time t; once its end record is
+// read, that is its end.
+func (a *runAcc) saw(t time.Time) {
+	if a.start.IsZero() || t.Before(a.start) && !a.started {
+		a.start = t
+	}
+	if t.After(a.end) && !a.ended {
+		a.end = t
+	}
+}
+
+// endAt sets the run's end from its end record.
+func (a *runAcc) endAt(t time.Time) {
+	a.end = t
+	if a.start.IsZero() {
+		a.start = t
+	}
+}
+
+// UnendedRuns returns the runs of j that began (a start record) and never
+// ended: runs that died, since a run that holds the tree lock is the only
+// one running.
+func UnendedRuns(j *Journal) []string {
+	open := map[string]bool{}
+	var order []string
+	_, _ = j.Scan(func(r Record) error {
+		rr := r.Run
+		if rr == nil || rr.Command == "rollback" {
+			return nil
+		}
+		switch rr.Phase {
+		case RunStart:
+			if !open[rr.CorrelationID] {
+				order = append(order, rr.CorrelationID)
+			}
+			open[rr.CorrelationID] = true
+		case RunEnd:
+			open[rr.CorrelationID] = false
+		}
+		return nil
+	})
+	var out []string
+	for _, id := range order {
+		if open[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // DirBytes is the size of the regular files under dir (0 when missing);

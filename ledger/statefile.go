@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"syscall"
 
@@ -20,20 +21,56 @@ import (
 )
 
 // The small state files a tree keeps in .pisess/ (refused.json,
-// refresh.json) are one JSON document each, {"version":1,"sessions":{…}}
-// keyed by tree-relative session paths. They only save work: read as
-// untrusted data (never followed, bounded, a wrong version or bad JSON is
-// empty) and written whole, atomically, owned by the tree's owner.
+// fresh.json, refresh.json) are one JSON document each,
+// {"version":1,"pisess":STAMP,"sessions":{…}} keyed by tree-relative
+// session paths. They only save work: read as untrusted data (never
+// followed, bounded, a wrong version, another stamp or bad JSON is empty)
+// and written whole, atomically, owned by the tree's owner.
 
 // StateFile is the document of such a file.
 type StateFile[E any] struct {
-	Version  int          `json:"version"`
+	Version int `json:"version"`
+	// Pisess is the stamp of the pisess that wrote the file (Stamp): a
+	// verdict, a refusal or a record is only as good as the code that
+	// made it, so a file of another build is not read (issue 34 §4: an
+	// older pisess's verdicts stood until pi wrote the session).
+	Pisess   string       `json:"pisess"`
 	Sessions map[string]E `json:"sessions"`
+}
+
+// stateFormat numbers what the state files' entries mean; it changes
+// with the rules that make them (2: fresh verdicts come from a status at
+// least as deep as pi's open, issue 34 §2).
+const stateFormat = 2
+
+// Stamp is what the state files this pisess writes carry in "pisess": its
+// module version, its VCS revision (dirty when built from a modified
+// tree) and stateFormat. A file carrying any other is ignored.
+var Stamp = sync.OnceValue(func() string {
+	version, rev, dirty := "(unknown)", "unknown revision", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		version = bi.Main.Version
+		for _, s := range bi.Settings {
+			switch {
+			case s.Key == "vcs.revision":
+				rev = s.Value
+			case s.Key == "vcs.modified" && s.Value == "true":
+				dirty = "+dirty"
+			}
+		}
+	}
+	return fmt.Sprintf("pisess %s (%s%s) (state format %d)", version, rev, dirty, stateFormat)
+})
+
+// current reports whether a state document is one this pisess reads.
+func current[E any](doc StateFile[E]) bool {
+	return doc.Version == 1 && doc.Pisess == Stamp() && doc.Sessions != nil
 }
 
 // readStateFile returns the entries of .pisess/name in tree whose key is a
 // local path and that keep(entry) accepts; nothing when the file is
-// missing, not a regular file, over max bytes or not version 1. buf holds
+// missing, not a regular file, over max bytes, not version 1 or of
+// another stamp (Stamp). buf holds
 // the bytes read (the decoded entries do not refer to it): the save that
 // follows encodes into it, so that neither allocates a megabyte afresh.
 func readStateFile[E any](tree, name string, max int64, keep func(E) bool) (out map[string]E, buf []byte, dropped bool) {
@@ -43,7 +80,7 @@ func readStateFile[E any](tree, name string, max int64, keep func(E) bool) (out 
 		return out, b, false
 	}
 	var doc StateFile[E]
-	if json.Unmarshal(b, &doc) != nil || doc.Version != 1 || doc.Sessions == nil {
+	if json.Unmarshal(b, &doc) != nil || !current(doc) {
 		return out, b, false
 	}
 	for rel, e := range doc.Sessions {
@@ -68,7 +105,7 @@ func readStateRaw(tree, name string, max int64) (out map[string]json.RawMessage,
 	}
 	var doc StateFile[json.RawMessage]
 	rest, err := json.Parse(b, &doc, json.DontCopyRawMessage)
-	if err != nil || len(bytes.TrimSpace(rest)) > 0 || doc.Version != 1 || doc.Sessions == nil {
+	if err != nil || len(bytes.TrimSpace(rest)) > 0 || !current(doc) {
 		return out, b // as Unmarshal, nothing may follow the document
 	}
 	for rel := range doc.Sessions {
@@ -112,7 +149,7 @@ func writeStateFile[E any](ops durable.Ops, tree, name string, entries map[strin
 	// entry again (most of the encoding of a megabyte of records).
 	// TrustRawMessage: a lazily read set's raw entries were parsed as
 	// JSON when read (readStateRaw), the others are encoded here.
-	b, err := json.Append(buf[:0], StateFile[E]{Version: 1, Sessions: entries}, stateFileFlags)
+	b, err := json.Append(buf[:0], StateFile[E]{Version: 1, Pisess: Stamp(), Sessions: entries}, stateFileFlags)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}

@@ -3,6 +3,7 @@ package ledger
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func TestLazyStateSet(t *testing.T) {
 		N int    `json:"n"`
 		S string `json:"s"`
 	}
-	doc := `{"version":1,"sessions":{` +
+	doc := `{"version":1,"pisess":` + strconv.Quote(Stamp()) + `,"sessions":{` +
 		`"a.jsonl":{"n":1,"s":"one"},` +
 		`"b.jsonl":{"n":-1,"s":"refused by keep"},` +
 		`"c.jsonl":"not an entry",` +
@@ -85,5 +86,23 @@ func TestLazyStateSet(t *testing.T) {
 	more := loadLazyStateSet(tree, "t.json", 1<<20, keep)
 	if _, ok := more.Get("a.jsonl"); ok {
 		t.Fatal("a document followed by more was read")
+	}
+
+	// A document of another pisess (another stamp, or none) is none,
+	// read whole or lazily.
+	for _, other := range []string{strings.Replace(string(b), Stamp(), "pisess v0 (abc) (state format 1)", 1),
+		strings.Replace(string(b), `"pisess":`+strconv.Quote(Stamp())+`,`, "", 1)} {
+		if other == string(b) {
+			t.Fatalf("the saved file carries no stamp: %s", b)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "t.json"), []byte(other), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if n := loadStateSet(tree, "t.json", 1<<20, keep); len(n.entries) != 0 {
+			t.Errorf("a file of another stamp was read: %+v", n.entries)
+		}
+		if l := loadLazyStateSet(tree, "t.json", 1<<20, keep); l.Len() != 0 {
+			t.Errorf("a file of another stamp was read lazily")
+		}
 	}
 }

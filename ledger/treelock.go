@@ -49,11 +49,12 @@ func treeLocked(err error) error {
 }
 
 // LockTreeForRepair takes the tree lock the way every changing pisess run
-// does (durable's TryLockTree, which records this run as the holder),
-// creating .pisess/ when missing. The holder text it found is non-empty
-// only when an earlier run died holding the lock: that is the stale-lock
-// finding, mended by this very takeover (the text is replaced now and
-// cleared at unlock).
+// does (durable's TryLockTree), creating .pisess/ when missing. The run
+// records itself as the holder (Hold) just before it first changes the
+// tree, so that a run with nothing to do leaves the lock file as it was.
+// The holder text it found is non-empty only when an earlier run died
+// holding the lock: that is the stale-lock finding, mended by this very
+// takeover (the text is replaced now and cleared at unlock).
 func LockTreeForRepair(ops durable.Ops, tree string) (*durable.Lock, string, error) {
 	dir := filepath.Join(tree, PisessDir)
 	if err := CheckPisessObjects(tree); err != nil {
@@ -112,6 +113,17 @@ func LockTreeForCheck(ctx context.Context, ops durable.Ops, tree string) (l *dur
 		stale = holder
 	}
 	return l, stale, nil
+}
+
+// Hold returns what records run (a correlation id, or "") as the holder
+// of the tree lock l (nil: nothing to record) before the run's first
+// change to the tree: a Journal's BeginRun calls it with the run's first
+// record. A run that dies after it leaves a stale holder naming it.
+func Hold(l *durable.Lock, run string) func() error {
+	if l == nil {
+		return nil
+	}
+	return func() error { return l.RecordHolder(run) }
 }
 
 // ErrTreeLocked may be wrapped by an error that means "another pisess run

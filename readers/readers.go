@@ -152,11 +152,15 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	where := e.Path
-	if e.Line > 0 {
-		where = fmt.Sprintf("%s:%d", e.Path, e.Line)
+	return fmt.Sprintf("%s: %s: %s", position(e.Path, e.Line), e.Class, e.Reason)
+}
+
+// position is "path:line", or path when line is 0.
+func position(path string, line int64) string {
+	if line > 0 {
+		return fmt.Sprintf("%s:%d", path, line)
 	}
-	return fmt.Sprintf("%s: %s: %s", where, e.Class, e.Reason)
+	return path
 }
 
 func (e *RefusedError) Unwrap() error { return e.Err }
@@ -197,6 +201,28 @@ func NameTooLong(path, sidecar string, name int, err error) *RefusedError {
 			"the reference names its staging directory so too and cannot migrate the session; a shorter file name can",
 		sidecar, name)}
 }
+// ErrSourceChanged is matched by an error that means the source changed
+// while it was read (a writer that ignores pi's session lock appended to
+// it, or rewrote it): not a refusal — the reference would migrate the
+// session as it is — nor damage, and never a verdict to remember: the
+// next run reads it again (issue 34 §3: one cause, reported as three
+// classes).
+var ErrSourceChanged = errors.New("the source changed while it was read")
+
+// SourceChangedError is ErrSourceChanged with where it showed: the file,
+// its line (0 when not tied to one) and how.
+type SourceChangedError struct {
+	Path   string
+	Line   int64
+	Detail string
+}
+
+func (e *SourceChangedError) Error() string {
+	return fmt.Sprintf("%s: %v: %s", position(e.Path, e.Line), ErrSourceChanged, e.Detail)
+}
+
+// Is makes a *SourceChangedError match ErrSourceChanged.
+func (e *SourceChangedError) Is(target error) bool { return target == ErrSourceChanged }
 
 // AsRefused returns the RefusedError in err's chain, or nil.
 func AsRefused(err error) *RefusedError {

@@ -130,6 +130,16 @@ func ByCorrelation(ctx context.Context, tree, correlationID string, opt Options)
 	if len(recs) == 0 && len(forged) == 0 {
 		return rep, fmt.Errorf("rollback %s: %w: the journal %s has no record of it", correlationID, ErrUnknownCorrelation, j.Path())
 	}
+	if !opt.DryRun {
+		// The rollback's records carry the id of the run it undoes: its
+		// own run records bracket them, so that `pisess runs` keeps the
+		// run's command, times and counts apart from its rollback (issue
+		// 34 §3). Written with its first record: a rollback with nothing
+		// left to do writes nothing.
+		j.BeginRun(ledger.RunRecord{CorrelationID: correlationID, At: opt.now(), Phase: ledger.RunStart,
+			Command: "rollback", Of: correlationID, PID: os.Getpid()}, opt.Hold)
+		defer func() { endRollback(j, &rep, opt, ctx.Err() != nil) }()
+	}
 	r := &roller{tree: tree, cid: correlationID, opt: opt, ops: opt.Ops, journal: j, migrationID: opt.migrationID()}
 	// Each session lock is tried once first; the sessions pi holds are
 	// waited for (up to the lock timeout each) after all the others, which
@@ -153,6 +163,20 @@ func ByCorrelation(ctx context.Context, tree, correlationID string, opt Options)
 		rep.Sessions[i] = r.session(ctx, sessions[i], opt.lockTimeout())
 	}
 	return rep, nil
+}
+
+// endRollback appends the rollback's end record, with its counts by
+// action, when it wrote anything, and syncs the journal.
+func endRollback(j *ledger.Journal, rep *Report, opt Options, interrupted bool) {
+	totals := map[string]int64{"sessions": int64(len(rep.Sessions))}
+	for _, s := range rep.Sessions {
+		totals[string(s.Action)]++
+	}
+	end := ledger.RunRecord{CorrelationID: rep.CorrelationID, At: opt.now(), Phase: ledger.RunEnd, Command: "rollback",
+		Of: rep.CorrelationID, Totals: totals, Interrupted: interrupted}
+	if err := j.EndRun(end, false); err == nil {
+		_ = j.Sync() // the records before it were each synced
+	}
 }
 
 // sessionRun is what the journal says one run did to one session.

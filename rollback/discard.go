@@ -1,6 +1,7 @@
 package rollback
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -59,6 +60,15 @@ type Displaced struct {
 	// when HasPrior).
 	Prior    ledger.RefreshRecord
 	HasPrior bool
+	// Database: the session is a SQLite database, which a writer rewrites
+	// in place, so the displaced sidecar is judged by its entries instead
+	// of the source's first bytes: reproducible when it is of HeaderID and
+	// holds PrefixEntries entries whose chain is PrefixChain, the new
+	// build's chain after as many (writers.StageResult.PrefixChain).
+	Database      bool
+	HeaderID      string
+	PrefixEntries uint64
+	PrefixChain   string
 }
 
 // reproducibleDisplaced returns where the displaced sidecar of a refresh is
@@ -84,10 +94,34 @@ func reproducibleDisplaced(known func() map[string]bool, d Displaced, cid string
 	if ok, err := builtByPisess(q, d, about, known); err != nil || !ok {
 		return "", false, err
 	}
+	if d.Database {
+		if !prefixOfBuild(q, d) {
+			return "", false, nil
+		}
+		return q, true, nil
+	}
 	if ok, err := sourceStillHolds(q, d, about, d.Incremental); err != nil || !ok {
 		return "", false, err
 	}
 	return q, true, nil
+}
+
+// prefixOfBuild reports whether the displaced store q is a prefix of the
+// store the run built from the database (issue 34 §3: every refresh of a
+// SQLite session kept its displaced sidecar, the database never starting
+// with the bytes it was built from): the same session id, and a manifest
+// whose entry count and chain are the new build's after as many entries.
+// The chain covers every payload byte of those entries.
+func prefixOfBuild(q string, d Displaced) bool {
+	if d.PrefixEntries == 0 || d.PrefixChain == "" || d.HeaderID == "" {
+		return false
+	}
+	st, err := store.Open(q, store.ReadOptions{OnceManifest: true})
+	if err != nil {
+		return false
+	}
+	m, err := st.Manifest()
+	return err == nil && m.SessionID == d.HeaderID && m.Counters.EntriesTotal == d.PrefixEntries && m.Integrity.ChainHash == d.PrefixChain
 }
 
 // Discard is one displaced sidecar a run does not keep.
@@ -106,6 +140,7 @@ type Discard struct {
 // between the two leaves an extra copy, never a missing one unrecorded),
 // and meanwhile the notes of the next sessions queue up.
 type Discarder struct {
+	ctx context.Context
 	cid string
 	now func() string
 	in  chan Discard
@@ -123,9 +158,12 @@ type DiscardResults struct {
 }
 
 // NewDiscarder starts the discarder of run cid, whose notes are stamped
-// with now's time.
-func NewDiscarder(cid string, now func() string) *Discarder {
-	d := &Discarder{cid: cid, now: now, in: make(chan Discard, 64), out: make(chan DiscardResults, 1),
+// with now's time. Once ctx is done it discards nothing more (issue 34 §4:
+// an interrupt went on removing every copy queued): a copy whose note is
+// written stays, as after a crash between the two (prune removes it with
+// its run), and one not offered yet is kept like any displaced sidecar.
+func NewDiscarder(ctx context.Context, cid string, now func() string) *Discarder {
+	d := &Discarder{ctx: ctx, cid: cid, now: now, in: make(chan Discard, 64), out: make(chan DiscardResults, 1),
 		known: map[*ledger.Journal]map[string]bool{}}
 	go d.run()
 	return d
@@ -135,6 +173,9 @@ func NewDiscarder(cid string, now func() string) *Discarder {
 // the run) for removal when it is reproducible; the error says why it was
 // kept otherwise (nil when there is nothing to say).
 func (d *Discarder) Offer(i int, x Displaced) error {
+	if d.ctx.Err() != nil {
+		return nil
+	}
 	q, ok, err := reproducibleDisplaced(func() map[string]bool { return d.knownIDs(x.Journal) }, x, d.cid)
 	if err != nil || !ok {
 		return err
@@ -195,6 +236,9 @@ func (d *Discarder) run() {
 		}
 		durable.Failpoint(fpBeforeDiscards)
 		for _, x := range batch {
+			if d.ctx.Err() != nil {
+				break // interrupted: the copies stay (see NewDiscarder)
+			}
 			if err := synced[x.j]; err != nil {
 				res.Kept[x.Job] = fmt.Errorf("journal discarded note: %w", err)
 				continue

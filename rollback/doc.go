@@ -48,7 +48,13 @@
 // fingerprint: the everyday case), by the refresh record the run found
 // when that record is about this very store (same manifest inode, entry
 // count and chain); an incremental refresh has already proved the prefix
-// and does not hash it again. A copy not kept is removed while the run
+// and does not hash it again. A SQLite database never keeps the bytes a
+// sidecar was built from (its pages are rewritten): its displaced sidecar
+// is reproducible when the database still holds its entries — the same
+// session id, and a manifest whose entry count and chain are the new
+// build's after as many entries (writers.StageOptions.PrefixEntries; the
+// chain covers every payload byte). A sidecar a heal displaces (damaged)
+// is always kept. A copy not kept is removed while the run
 // goes on: its discarded note is made durable first (one journal sync for
 // the notes of all the sessions finished meanwhile), then the copy is
 // removed. The move of a displaced sidecar into the quarantine is made

@@ -5,6 +5,7 @@ import (
 
 	"pisess/ledger"
 	"pisess/readers/discover"
+	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
 
@@ -17,8 +18,9 @@ import (
 // only what is recognisably pisess's is taken: a backup named after a run
 // this tree's journal knows (BackupPath), a staging directory named after
 // a migration the journal planned (StagingPath), a staging store whose
-// own ledger holds a phase only pisess writes, for such a run. ok is
-// false when there is nothing of the kind.
+// own ledger holds a phase only pisess writes, for such a run. Nothing
+// beside a session whose lock is held is taken, stale or not: a live
+// writer's. ok is false when there is nothing of the kind.
 func NeedsHeal(t discover.Tree, j *ledger.Journal, stale bool) (discover.Tree, bool) {
 	var known, planned map[string]bool
 	ours := func(dir, sidecar string, backup bool) bool {
@@ -62,6 +64,12 @@ func NeedsHeal(t discover.Tree, j *ledger.Journal, stale bool) (discover.Tree, b
 		s := &t.Sessions[i]
 		if s.Refusal != nil || len(s.Staging)+len(s.Backups) == 0 {
 			continue // nothing left beside it (a clean tree: every session, at no cost)
+		}
+		if held, err := durable.OS.LockHeld(s.Lock); err != nil || held {
+			// A live writer's (pi stages its own rebuild under the
+			// session lock, with the names pisess uses), or unknown:
+			// never an interrupted run's (issue 34 §1).
+			continue
 		}
 		sidecar := discover.SidecarPath(s.Path)
 		x := *s

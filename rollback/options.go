@@ -32,6 +32,9 @@ type Options struct {
 	// MigrationID is ToCheckpoint's migrationId (a UUID); "" generates one.
 	// ByCorrelation stamps its journal events with it too.
 	MigrationID string
+	// Hold, when set, records the run as the holder of the tree lock the
+	// caller holds; ByCorrelation calls it before its first write.
+	Hold func() error
 }
 
 func (o Options) now() string {

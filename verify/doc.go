@@ -12,8 +12,12 @@
 //     store side by side and computes the reference's three verification
 //     flags (§9) and the invariants INV-001..INV-007, with findings.
 //   - What is it? [Status] classifies a session with the reference's five
-//     classes (§9) and pisess's finer findings beneath them; [StatusFast]
-//     does it for `pisess status` without reading frame bodies.
+//     classes (§9) and pisess's finer findings beneath them, every frame
+//     read; [StatusOpen] is at least as deep as pi's own open of the
+//     sidecar (every frame up to 10,000 entries, else the index against
+//     the segments and each segment's last frame: [LazyHydrationThreshold]),
+//     what migrate plans by; [StatusFast] reads no frame body and decides
+//     only what it can (a missing part, the manifest, freshness).
 //
 // [Verified] combines the last three for a staging store about to be cut
 // over and returns a [Passed], a proof that only this package can make:
@@ -29,8 +33,9 @@
 //     them; this package only finds.
 //   - Is a verdict of an earlier run still good? [FreshCache] judges the
 //     fresh cache's entries (kept by ledger.FreshCache) by the metadata
-//     digests of the files they name ([MetaDigest], [SourceDigest]), and
-//     stands in for [StatusFast] where nothing changed since.
+//     digests of the files they name ([MetaDigest], [SourceDigest], a
+//     SQLite session's -wal included), and stands in for [StatusOpen]
+//     where nothing changed since; it keeps only verdicts as deep.
 //
 // Findings are values, not errors: each names the file, the rule (Code) and
 // the repair that would apply. An error from this package means the check

@@ -3,7 +3,6 @@ package verify
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,14 +10,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"pisess/writers/durable"
+	"pisess/readers"
 	"pisess/writers/wire"
 )
 
 // ErrSourceChanged is matched by a fingerprint whose source changed while
 // it was hashed (its size, identity or modification time moved, or the
 // bytes read differ from the size sampled first): the digest describes no
-// state the file was ever in.
-var ErrSourceChanged = errors.New("source changed while its fingerprint was computed")
+// state the file was ever in. It is readers.ErrSourceChanged: one cause,
+// wherever it shows.
+var ErrSourceChanged = readers.ErrSourceChanged
 
 // Fingerprint takes the source fingerprint of the session file at path as
 // the reference does (FORMAT.md §8): the file identity {device, inode,

@@ -22,8 +22,8 @@ type FreshJudges struct {
 	// RacyWindow: a verdict on files changed this close to (or after)
 	// the start of its judgment is not cached.
 	RacyWindow time.Duration
-	// StatusFast and StatusVouched are the statuses (verify's own).
-	StatusFast    func(path string) (StatusReport, error)
+	// StatusOpen and StatusVouched are the statuses (verify's own).
+	StatusOpen    func(path string) (StatusReport, error)
 	StatusVouched func(path string, v Vouched) (StatusReport, bool)
 	// FineCtime probes a file system's change times (ledger.FineCtime).
 	FineCtime func(dir string) (dev uint64, ok bool)
@@ -31,7 +31,7 @@ type FreshJudges struct {
 
 // DefaultFreshJudges are verify's, a racy window of 2 s and ledger's probe.
 func DefaultFreshJudges() FreshJudges {
-	return FreshJudges{RacyWindow: 2 * time.Second, StatusFast: StatusFast,
+	return FreshJudges{RacyWindow: 2 * time.Second, StatusOpen: StatusOpen,
 		StatusVouched: StatusVouched, FineCtime: ledger.FineCtime}
 }
 
@@ -74,7 +74,10 @@ func LoadFreshCache(tree string, j FreshJudges) *FreshCache {
 // judged fresh, while its file's metadata is what it was then.
 func (c *FreshCache) Header(rel string, key discover.FileKey) (int, bool) {
 	e, ok := c.Get(rel)
-	if !ok || e.Source != SourceDigest(key) {
+	if !ok {
+		return 0, false
+	}
+	if d, _ := sessionDigest(filepath.Join(c.Tree(), rel), key); e.Source != d {
 		return 0, false
 	}
 	return e.Version, true
@@ -112,47 +115,70 @@ func (c *FreshCache) FramesVouched(s discover.Session) (names []string, ok bool)
 	return names, true
 }
 
-// status returns the sidecar's fast status: from the cache when an
-// earlier run judged it fresh and nothing has changed since; from
-// StatusVouched when only the session file changed; else from
-// StatusFast. A status's fresh verdict makes the session a
-// candidate for settle; any other verdict of StatusFast drops its entry. A
-// nil cache always asks StatusFast.
+// Status returns the sidecar's status: from the cache when an earlier
+// run judged it fresh and nothing has changed since; from StatusVouched
+// when only the session file changed; else from StatusOpen, as deep as
+// pi's open (issue 34 §2: a shallower status let damage pass, and was
+// cached). A fresh verdict of StatusOpen or StatusVouched makes the
+// session a candidate for Settle; any other verdict of StatusOpen drops
+// its entry. A nil cache always asks StatusOpen.
 func (c *FreshCache) Status(s discover.Session) (StatusReport, error) {
 	if c == nil {
-		return StatusFast(s.Path)
+		return StatusOpen(s.Path)
 	}
 	if s.Rel == "" {
-		return c.judges.StatusFast(s.Path)
+		return c.judges.StatusOpen(s.Path)
 	}
-	if e, ok := c.sidecarVouched(s); ok {
-		key := s.Key
-		if key == (discover.FileKey{}) {
-			key, _ = LstatKey(s.Path)
+	if st, vouched, ok := c.vouched(s); ok {
+		if !vouched && st.Class == ClassMigrated && len(st.Findings) == 0 {
+			c.addCandidate(s, st)
 		}
-		if e.Source == SourceDigest(key) {
-			return StatusReport{Session: s.Path, Sidecar: s.Sidecar, Class: ClassMigrated,
-				SourceFormat: s.Format, Version: e.Version, HeaderID: e.SessionID, SourceBytes: s.Size,
-				Entries: e.Entries, Bytes: e.Bytes}, nil
-		}
-		// pi wrote the session (or changed its metadata): the sidecar
-		// is what the entry saw, only the session is judged again.
-		st, ok := c.judges.StatusVouched(s.Path, Vouched{HeaderID: e.SessionID, OwnerUID: e.UID, OwnerGID: e.GID,
-			Entries: e.Entries, Bytes: e.Bytes, ReadID: s.HeaderID, ReadVersion: s.Version})
-		if ok {
-			if st.Class == ClassMigrated && len(st.Findings) == 0 {
-				c.addCandidate(s, st)
-			}
-			return st, nil
-		}
+		return st, nil
 	}
-	st, err := c.judges.StatusFast(s.Path)
+	st, err := c.judges.StatusOpen(s.Path)
 	if err != nil || st.Class != ClassMigrated || len(st.Findings) > 0 {
 		c.Forget(s.Rel)
 		return st, err
 	}
 	c.addCandidate(s, st)
 	return st, nil
+}
+
+// Vouched returns the status of s when the cache stands in for a status
+// as deep as pi's open: its sidecar is, file for file, one such a status
+// (or the run that wrote it) found sound, and the session file is as it
+// was then (migrated) or only it is judged again (StatusVouched). ok is
+// false otherwise; nothing is recorded (`pisess status` reads the cache
+// and never writes it).
+func (c *FreshCache) Vouched(s discover.Session) (StatusReport, bool) {
+	if c == nil || s.Rel == "" {
+		return StatusReport{}, false
+	}
+	st, _, ok := c.vouched(s)
+	return st, ok
+}
+
+// vouched is Vouched; whole is set when the entry vouches for the session
+// file too (nothing was judged).
+func (c *FreshCache) vouched(s discover.Session) (st StatusReport, whole, ok bool) {
+	e, ok := c.sidecarVouched(s)
+	if !ok {
+		return StatusReport{}, false, false
+	}
+	key := s.Key
+	if key == (discover.FileKey{}) {
+		key, _ = LstatKey(s.Path)
+	}
+	if d, _ := sessionDigest(s.Path, key); e.Source == d {
+		return StatusReport{Session: s.Path, Sidecar: s.Sidecar, Class: ClassMigrated,
+			SourceFormat: s.Format, Version: e.Version, HeaderID: e.SessionID, SourceBytes: s.Size,
+			Entries: e.Entries, Bytes: e.Bytes}, true, true
+	}
+	// pi wrote the session (or changed its metadata): the sidecar is what
+	// the entry saw, only the session is judged again.
+	st, ok = c.judges.StatusVouched(s.Path, Vouched{HeaderID: e.SessionID, OwnerUID: e.UID, OwnerGID: e.GID,
+		Entries: e.Entries, Bytes: e.Bytes, ReadID: s.HeaderID, ReadVersion: s.Version})
+	return st, false, ok
 }
 
 func (c *FreshCache) addCandidate(s discover.Session, st StatusReport) {
@@ -243,7 +269,9 @@ func (c *FreshCache) Settle() {
 			continue
 		}
 		key, ok := LstatKey(s.Path)
-		if !ok || RacyKey(key, c.loaded, c.judges.RacyWindow) || cd.st.Version <= 0 || !wire.ValidUUID(cd.st.HeaderID) {
+		source, wal := sessionDigest(s.Path, key)
+		if !ok || RacyKey(key, c.loaded, c.judges.RacyWindow) || wal != (discover.FileKey{}) && RacyKey(wal, c.loaded, c.judges.RacyWindow) ||
+			cd.st.Version <= 0 || !wire.ValidUUID(cd.st.HeaderID) {
 			c.Forget(s.Rel)
 			continue
 		}
@@ -252,7 +280,7 @@ func (c *FreshCache) Settle() {
 			c.Forget(s.Rel)
 			continue
 		}
-		c.Put(s.Rel, ledger.FreshEntry{Names: ledger.JoinNames(names), Digest: d, Source: SourceDigest(key), Version: cd.st.Version,
+		c.Put(s.Rel, ledger.FreshEntry{Names: ledger.JoinNames(names), Digest: d, Source: source, Version: cd.st.Version,
 			SessionID: cd.st.HeaderID, UID: uint32(key.UID), GID: uint32(key.GID), Entries: cd.st.Entries, Bytes: cd.st.Bytes})
 	}
 	if len(written) == 0 {

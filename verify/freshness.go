@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -55,10 +57,65 @@ type FreshnessResult struct {
 //     read-only status calls that an error; a source being written without
 //     the dirty mark is what it means, and that is what stale says).
 //
+// A SQLite session is judged by pisess alone (pi never reads the sidecar of
+// one, FORMAT.md §10): besides the database file's fingerprint, a
+// write-ahead log (<file>-wal) written after the source state (walWritten)
+// makes it stale, since the commits it holds are not in the file yet.
+//
 // It never writes and never locks. An error means the check could not be
 // made (the source exists but cannot be opened or read).
 func Freshness(sourcePath, storeDir string) (FreshnessResult, error) {
-	st, problem, err := readSourceState(durable.OS, storeDir)
+	fr, stateWritten, err := freshnessAt(sourcePath, storeDir)
+	if err == nil && fr.Fresh {
+		if reason, ok := walWritten(sourcePath, stateWritten); ok {
+			fr.Fresh, fr.Reason = false, reason
+		}
+	}
+	return fr, err
+}
+
+// walRacyWindow: a write-ahead log modified less than this before the
+// sidecar's source state was written may hold commits that the build,
+// which read the database before, did not see (the racily-clean rule of
+// the fresh cache, for a coarse or lagging file clock too).
+const walRacyWindow = 2 * time.Second
+
+// walSuffix names a SQLite database's write-ahead log beside it.
+const walSuffix = "-wal"
+
+// walWritten reports whether the SQLite session at sourcePath has a
+// write-ahead log with bytes in it modified after stateWritten (the
+// sidecar's source-state.json, written after its build read the
+// database), or less than walRacyWindow before, and says so. A writer that
+// keeps its connection open with automatic checkpoints off leaves every
+// commit there and the database file as it was (issue 34).
+func walWritten(sourcePath string, stateWritten time.Time) (string, bool) {
+	if filepath.Ext(sourcePath) != ".sqlite" || stateWritten.IsZero() {
+		return "", false
+	}
+	wal := sourcePath + walSuffix
+	fi, err := os.Lstat(wal)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return "", false
+	}
+	if fi.ModTime().Before(stateWritten.Add(-walRacyWindow)) {
+		return "", false
+	}
+	return fmt.Sprintf("the database's write-ahead log %s was written at %s, after the sidecar was built: it holds commits the sidecar may lack",
+		filepath.Base(wal), fi.ModTime().UTC().Format(time.RFC3339Nano)), true
+}
+
+// freshnessAt is Freshness but for the write-ahead log, and returns when
+// source-state.json was written (zero when it was not read).
+func freshnessAt(sourcePath, storeDir string) (FreshnessResult, time.Time, error) {
+	st, stateWritten, problem, err := readSourceState(durable.OS, storeDir)
+	fr, err := freshnessOf(sourcePath, st, problem, err)
+	return fr, stateWritten, err
+}
+
+// freshnessOf is the reference's verdict from the source state st (or the
+// problem or error met reading it).
+func freshnessOf(sourcePath string, st *wire.SourceState, problem string, err error) (FreshnessResult, error) {
 	switch {
 	case err != nil:
 		return FreshnessResult{}, err
@@ -112,36 +169,37 @@ func Freshness(sourcePath, storeDir string) (FreshnessResult, error) {
 
 // readSourceState reads <store>/source-state.json as the reference does:
 // (nil, "", nil) when absent; problem set when it cannot be trusted; err
-// only for an I/O error other than those.
-func readSourceState(ops durable.Ops, storeDir string) (*wire.SourceState, string, error) {
+// only for an I/O error other than those. written is the file's
+// modification time when it was read.
+func readSourceState(ops durable.Ops, storeDir string) (st *wire.SourceState, written time.Time, problem string, err error) {
 	path := store.SourceStatePath(storeDir)
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, "", nil
+		return nil, written, "", nil
 	case err != nil:
-		return nil, err.Error(), nil
+		return nil, written, err.Error(), nil
 	case !fi.Mode().IsRegular():
-		return nil, "not a regular file (a symlink or special file)", nil
+		return nil, written, "not a regular file (a symlink or special file)", nil
 	}
 	f, err := ops.OpenNoFollow(path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, "cannot open: " + err.Error(), nil
+		return nil, written, "cannot open: " + err.Error(), nil
 	}
 	defer f.Close()
 	ofi, err := f.Stat()
 	if err != nil || !ofi.Mode().IsRegular() || !os.SameFile(fi, ofi) {
-		return nil, "changed while it was being opened", nil
+		return nil, written, "changed while it was being opened", nil
 	}
 	b, err := durable.ReadLimited(f, ofi.Size(), wire.MaxSourceStateBytes)
 	if err != nil {
-		return nil, "", fmt.Errorf("read %s: %w", path, err)
+		return nil, written, "", fmt.Errorf("read %s: %w", path, err)
 	}
 	s, err := wire.ParseSourceState(b)
 	if err != nil {
-		return nil, err.Error(), nil
+		return nil, written, err.Error(), nil
 	}
-	return &s, "", nil
+	return &s, ofi.ModTime(), "", nil
 }
 
 // lengthDiffers is the verdict on a source whose length is not the

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -184,5 +185,59 @@ func TestFreshness(t *testing.T) {
 				t.Fatalf("freshness %+v, want %+v", fr, tc.want)
 			}
 		})
+	}
+}
+
+// TestFreshnessCountsTheWAL (issue 34 §3): a SQLite session whose writer
+// keeps its connection open with automatic checkpoints off commits into
+// <db>-wal only; the database file keeps its fingerprint. A -wal written
+// after the sidecar's source state makes the sidecar stale; one written
+// well before it (the build read it) does not; no -wal changes nothing.
+func TestFreshnessCountsTheWAL(t *testing.T) {
+	s := sqliteSession(t, "accept/tricky") // closed: its WAL checkpointed and gone
+	if err := os.MkdirAll(s.sidecar, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	markClean(t, s)
+	if fr, err := Freshness(s.path, s.sidecar); err != nil || !fr.Fresh {
+		t.Fatalf("no -wal: %+v %v, want fresh", fr, err)
+	}
+
+	before, err := os.Stat(s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{"PRAGMA wal_autocheckpoint = 0",
+		`INSERT INTO pi_session_entries(seq, json) VALUES(12, '{"type":"label","id":"wal00001","parentId":null,"timestamp":"2026-01-05T10:00:01.000Z","targetId":"wal00001","label":"x"}')`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := os.Stat(s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatalf("the database file changed: the commit did not stay in the -wal")
+	}
+	fr, err := Freshness(s.path, s.sidecar)
+	if err != nil || fr.Fresh || !strings.Contains(fr.Reason, "-wal") {
+		t.Errorf("a commit in the -wal after the build: %+v %v, want stale, saying why", fr, err)
+	}
+
+	// The same -wal, the source state written well after it (the build
+	// read the commits it holds): fresh.
+	later := time.Now().Add(walRacyWindow + time.Second)
+	if err := os.Chtimes(store.SourceStatePath(s.sidecar), later, later); err != nil {
+		t.Fatal(err)
+	}
+	if fr, err := Freshness(s.path, s.sidecar); err != nil || !fr.Fresh {
+		t.Errorf("a -wal older than the build: %+v %v, want fresh", fr, err)
 	}
 }

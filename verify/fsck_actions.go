@@ -110,3 +110,24 @@ func fromVerify(f Finding) FsckFinding {
 	}
 	return out
 }
+
+// Rebuildable reports whether a rebuild from the source mends every one of
+// list's findings: damage to the store's own bytes (frames, index,
+// manifest, a missing part), which fsck mends in place or by a rebuild,
+// and staleness. It is false for what only fsck may decide (modes, owner,
+// a pending rollback, a symlink or special file, a staging directory) and
+// for a source the reference refuses: migrate reports those as needing
+// repair. An empty list is not rebuildable (nothing to mend).
+func Rebuildable(list []Finding) bool {
+	for _, f := range list {
+		if preflightCodes[f.Code] {
+			return false
+		}
+		switch a, _ := actionFor(f); a {
+		case ActionRebuild, ActionCutTail, ActionRebuildIndex, ActionRecomputeManifest, ActionRefresh:
+		default:
+			return false
+		}
+	}
+	return len(list) > 0
+}

@@ -127,6 +127,27 @@ func LstatKey(path string) (discover.FileKey, bool) {
 	return discover.KeyOfStat(&st), true
 }
 
+// sessionDigest is SourceDigest of the session file at path (metadata k)
+// and, for a SQLite session, of its write-ahead log too: the commits a
+// writer has not checkpointed live only in <file>-wal, the database file
+// unchanged (issue 34 §3: the cache vouched by the database file alone,
+// and a sidecar stayed at 1,000 entries of 3,000). walKey is the log's
+// metadata, zero when there is none.
+func sessionDigest(path string, k discover.FileKey) (digest string, walKey discover.FileKey) {
+	if filepath.Ext(path) != discover.ExtSQLite {
+		return SourceDigest(k), discover.FileKey{}
+	}
+	b := k.AppendBinary(make([]byte, 0, 2*8*11+1))
+	if wk, ok := LstatKey(path + walSuffix); ok {
+		walKey = wk
+		b = append(wk.AppendBinary(b), 1)
+	} else {
+		b = append(b, 0)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16]), walKey
+}
+
 // RacyKey reports whether a time of k is later than window before now.
 func RacyKey(k discover.FileKey, now time.Time, window time.Duration) bool {
 	for _, t := range []time.Time{time.Unix(int64(k.MtimeSec), int64(k.MtimeNsec)), time.Unix(int64(k.CtimeSec), int64(k.CtimeNsec))} {

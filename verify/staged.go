@@ -76,10 +76,26 @@ func VerifiedStaged(ctx context.Context, rec Staged, stagingDir, sessionPath str
 	if err := sourceStill(&rep, rec, sessionPath); err != nil {
 		return Passed{}, rep, err
 	}
+	if onlyChanged(rep.Findings) {
+		// The store is what was read; the source is no longer that
+		// (issue 34 §3: reported as damage).
+		return Passed{}, rep, fmt.Errorf("%s: %w (%s)", stagingDir, ErrSourceChanged, rep.Findings[0].Detail)
+	}
 	if len(rep.Findings) > 0 || !rep.Verified() {
 		return Passed{}, rep, fmt.Errorf("%s: %w (%d findings)", stagingDir, ErrNotVerified, len(rep.Findings))
 	}
 	return Passed{staging: stagingDir, session: sessionPath, fingerprint: rec.Fingerprint, report: rep.Verification, ok: true}, rep, nil
+}
+
+// onlyChanged reports whether the findings are all CodeSourceChanged (and
+// there is one).
+func onlyChanged(list []Finding) bool {
+	for _, f := range list {
+		if f.Code != CodeSourceChanged {
+			return false
+		}
+	}
+	return len(list) > 0
 }
 
 // compareStaged adds a finding for each way the frames read back differ

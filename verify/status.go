@@ -170,16 +170,21 @@ func Status(sessionPath string) (StatusReport, error) {
 	sv := &scan{out: out}
 	var src readers.Source
 	if ok && fr.NeedsFullVerify && id != "" {
-		if src, err = discover.OpenSource(rep.Session); err != nil {
-			r := readers.AsRefused(err)
-			if r == nil {
-				return rep, fmt.Errorf("status: %w", err)
-			}
+		src, err = discover.OpenSource(rep.Session)
+		r := readers.AsRefused(err)
+		switch {
+		case err == nil:
+			defer src.Close()
+		case errors.Is(err, readers.ErrSourceChanged):
+			sv.out.add(changed(rep.Session, "the source changed while it was read"))
+		case r == nil:
+			return rep, fmt.Errorf("status: %w", err)
+		default:
 			sv.out.add(Finding{Code: SourceCode(string(r.Class)), Class: ClassCorrupt, Path: r.Path, Line: r.Line,
 				Detail: r.Reason, Repair: RepairSource})
+		}
+		if err != nil {
 			src = nil
-		} else {
-			defer src.Close()
 		}
 	}
 	if err := sv.run(context.Background(), st, src, rep.Session); err != nil {
@@ -418,4 +423,50 @@ func segmentBytes(out *findings, root string, want uint64) {
 		out.add(Finding{Code: CodeSegmentBytes, Class: ClassCorrupt, Path: dir,
 			Detail: fmt.Sprintf("the segments hold %d bytes, fewer than the %d bytes of frames the manifest counts", got, want), Repair: RepairRebuild})
 	}
+}
+
+// LazyHydrationThreshold is the number of entries up to which pi's open of
+// a store reads every frame (the reference's
+// DEFAULT_V2_LAZY_HYDRATION_THRESHOLD); above it pi reads the index and the
+// active path only.
+const LazyHydrationThreshold = 10_000
+
+// StatusOpen is the status of a sidecar nothing vouches for (issue 34 §2:
+// a truncated or extended segment, or a byte flipped in a frame, passed
+// StatusFast, and so the cron run and `status`): at least as deep as pi's
+// own open of it (FORMAT.md §11). It is StatusFast, then, for a sidecar
+// that passes it as migrated (one pi would use):
+//
+//   - up to LazyHydrationThreshold entries, Status: every frame read,
+//     checked and parsed, as pi's open reads them all;
+//   - above it, store.CheckOpen: every index row against its segment and
+//     the sequence rules, each segment's bytes exactly covered, the
+//     manifest against the index, and the last frame of every segment.
+//
+// A verdict of StatusOpen (or Status) is one the fresh cache may keep. A
+// stale sidecar is not read further: pi does not open it, and a refresh
+// checks what it continues of it frame by frame (pi's everyday save marks
+// it so, and this would read it at every refresh).
+func StatusOpen(sessionPath string) (StatusReport, error) {
+	rep, err := StatusFast(sessionPath)
+	if err != nil || rep.Verification != nil || rep.Class != ClassMigrated {
+		return rep, err // decided, or already Status's (a full verification)
+	}
+	if rep.Entries <= LazyHydrationThreshold {
+		return Status(sessionPath)
+	}
+	out := findings{session: rep.Session, list: rep.Findings}
+	st, err := store.Open(rep.Sidecar, store.ReadOptions{})
+	if err != nil {
+		out.add(Finding{Code: CodeUnreadable, Class: ClassCorrupt, Path: rep.Sidecar, Detail: err.Error()})
+	} else {
+		for _, p := range st.CheckOpen() {
+			if f, ok := fromProblem(rep.Sidecar, wire.MaxSegmentBytes, p); ok {
+				out.add(f)
+			}
+		}
+	}
+	rep.Findings = out.list
+	rep.Class = classify(rep.Findings)
+	return rep, nil
 }

@@ -198,6 +198,11 @@ func (sv *scan) run(ctx context.Context, st *store.Store, src readers.Source, se
 				sv.sourceChain = wire.ChainStep(sv.sourceChain, wire.PayloadSHA256(e.Payload))
 			case errors.Is(err, io.EOF):
 				srcLive = false
+			case errors.Is(err, readers.ErrSourceChanged):
+				// Written while it was compared: stale, as freshness
+				// judges a source that changes while it is hashed.
+				srcLive, sv.sourceOK, sv.idsMatch = false, false, false
+				sv.out.add(changed(sessionPath, "the source changed while it was compared with the store"))
 			default:
 				r := readers.AsRefused(err)
 				if r == nil {

@@ -52,6 +52,13 @@ type StageOptions struct {
 	// SourcePath names the session in the refusals Stage returns (see
 	// Stage); "" leaves them without a path.
 	SourcePath string
+	// PrefixEntries, when not 0, asks Stage for the hash chain after that
+	// many entries (StageResult.PrefixChain): a store of the same session
+	// with that many entries and that chain is this one's prefix, which
+	// the source reproduces (a refreshed SQLite session's displaced
+	// sidecar, whose database never keeps its first bytes as a JSONL
+	// file does).
+	PrefixEntries uint64
 }
 
 // StageResult describes the store Stage wrote.
@@ -74,6 +81,9 @@ type StageResult struct {
 	// IndexSHA256State is the index digest's state (store.Writer's
 	// IndexSHA256State), from which a refresh in place goes on.
 	IndexSHA256State []byte
+	// PrefixChain is the hash chain after StageOptions.PrefixEntries
+	// entries ("" when it was not asked for, or the store has fewer).
+	PrefixChain string
 }
 
 // Stage creates a store in dir (which must not exist, or be an empty
@@ -120,6 +130,8 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 		}
 	}()
 	var digest wire.EntryDigest
+	var n uint64
+	prefixChain := ""
 	batches, stop := readAhead(ctx, src)
 	defer stop()
 	for b := range batches {
@@ -131,6 +143,9 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 			}
 			if opt.Progress != nil {
 				opt.Progress(int64(row.ByteLength))
+			}
+			if n++; n == opt.PrefixEntries {
+				prefixChain = w.ChainHash()
 			}
 		}
 		b.release() // Append copied every payload into its frame
@@ -149,7 +164,7 @@ func Stage(ctx context.Context, src readers.Source, dir string, opt StageOptions
 	if err != nil {
 		return StageResult{}, fmt.Errorf("stage %s: %w", dir, err)
 	}
-	st.EntryDigest = digest.Sum()
+	st.EntryDigest, st.PrefixChain = digest.Sum(), prefixChain
 	return st, nil
 }
 

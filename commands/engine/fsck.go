@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"pisess/rollback"
 	"pisess/verify"
 	"pisess/writers/durable"
+	"pisess/writers/wire"
 )
 
 // DefaultLockTimeout is how long fsck --repair waits for a session lock or
@@ -197,7 +199,11 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 		return out, fmt.Errorf("fsck %s: %w", t.Root, err)
 	}
 	defer lock.Unlock()
-	return r.treeLocked(ctx, t, stale, mended)
+	var hold func() error
+	if r.opt.Repair {
+		hold = ledger.Hold(lock, r.cid)
+	}
+	return r.treeLocked(ctx, t, stale, mended, hold)
 }
 
 // mendedFindings reports the objects of .pisess/ that fsck --repair found
@@ -222,11 +228,12 @@ func mendedFindings(mended []ledger.Mended) []FsckFinding {
 }
 
 // treeLocked checks (and repairs) tree t, whose lock the caller holds;
-// stale is the holder text of a dead run whose lock was taken over, and
+// stale is the holder text of a dead run whose lock was taken over,
 // mended the objects of .pisess/ that fsck --repair moved aside before it
-// took the lock. The self-healing of migrate calls it too, under
-// migrate's lock.
-func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string, mended []ledger.Mended) (FsckTree, error) {
+// took the lock, and hold (nil: none) records the run as the lock's
+// holder before its first change. The self-healing of migrate calls it
+// too, under migrate's lock.
+func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string, mended []ledger.Mended, hold func() error) (FsckTree, error) {
 	out := FsckTree{Root: t.Root, Findings: []FsckFinding{}, Sessions: []FsckSession{}, Skipped: append([]discover.Skipped{}, t.Skipped...)}
 	j, err := ledger.OpenJournalWith(r.opt.Ops, t.Root)
 	if err != nil {
@@ -234,6 +241,13 @@ func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string,
 	}
 	defer j.Close()
 	tr := &treeRun{fsckRun: r, tree: t, journal: j}
+	if r.opt.Repair {
+		// Its run records (ledger.RunRecord), written with its first
+		// repair: a check that repairs nothing writes nothing.
+		j.BeginRun(ledger.RunRecord{CorrelationID: r.cid, At: wire.FormatTimestamp(r.opt.Clock()), Phase: ledger.RunStart,
+			Command: "fsck --repair", PID: os.Getpid()}, hold)
+		defer func() { r.endRun(j, out, stale != "", ctx.Err() != nil) }()
+	}
 	if r.opt.Repair {
 		q, err := ledger.NewQuarantiner(r.opt.Ops, t.Root, r.cid, j, r.opt.Clock)
 		if err != nil {
@@ -282,6 +296,32 @@ func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string,
 		tr.repairs.Tree(out.Findings)
 	}
 	return out, nil
+}
+
+// endRun appends the repair run's end record for tree out to j (written
+// when it repaired anything, or took over the lock of a dead run, which
+// then counts among the runs it healed).
+func (r *fsckRun) endRun(j *ledger.Journal, out FsckTree, stale, interrupted bool) {
+	rep := FsckReport{Trees: []FsckTree{out}}
+	rep.total()
+	t := rep.Totals
+	end := ledger.RunRecord{CorrelationID: r.cid, At: wire.FormatTimestamp(r.opt.Clock()), Phase: ledger.RunEnd,
+		Command: "fsck --repair", Interrupted: interrupted, Totals: map[string]int64{"sessions": int64(t.Sessions),
+			"problems": int64(t.Problems), "repaired": int64(t.Repaired), "left": int64(t.Left), "notices": int64(t.Notices)}}
+	if stale || j.RunStarted() {
+		for _, id := range ledger.UnendedRuns(j) {
+			if id != r.cid {
+				end.Healed = append(end.Healed, id)
+			}
+		}
+	}
+	err := j.EndRun(end, stale)
+	if err == nil {
+		err = j.Sync()
+	}
+	if err != nil {
+		r.log.Warn().Err(err).Str("tree", out.Root).Msg("end of the repair run not journaled")
+	}
 }
 
 // sessions checks (and repairs) every session of the tree, opt.Jobs at a

@@ -30,7 +30,7 @@ type HealReport struct {
 // cutover lost rebuilt from the source), each step journaled under a run
 // id of its own. The caller holds the tree lock. nil when there was
 // nothing to do.
-func heal(ctx context.Context, log zerolog.Logger, opt MigrateOptions, t discover.Tree, stale string) (*HealReport, error) {
+func heal(ctx context.Context, log zerolog.Logger, opt MigrateOptions, t discover.Tree, stale string, hold func() error) (*HealReport, error) {
 	if t.SymlinkAncestor != "" {
 		return nil, nil
 	}
@@ -43,6 +43,13 @@ func heal(ctx context.Context, log zerolog.Logger, opt MigrateOptions, t discove
 	if !ok {
 		return nil, nil
 	}
+	// The repairs move directories before they journal them: the run is
+	// the lock's holder from now on.
+	if hold != nil {
+		if err := hold(); err != nil {
+			return nil, err
+		}
+	}
 	cid := ledger.NewCorrelationID()
 	clock := opt.Clock
 	if clock == nil {
@@ -52,7 +59,7 @@ func heal(ctx context.Context, log zerolog.Logger, opt MigrateOptions, t discove
 		Clock: clock, Ops: opt.Ops}, log: &log, cid: cid, total: len(sel.Sessions)}
 	log.Warn().Str("tree", t.Root).Str("healCorrelationId", cid).Int("sessions", len(sel.Sessions)).
 		Int("orphans", len(sel.Leftovers)).Msg("an interrupted run left staging/backup directories: repairing them as fsck --repair would")
-	out, err := r.treeLocked(ctx, sel, stale, nil)
+	out, err := r.treeLocked(ctx, sel, stale, nil, nil)
 	rep := &HealReport{CorrelationID: cid, StaleLock: stale, Tree: out}
 	return rep, err
 }

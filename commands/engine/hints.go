@@ -5,34 +5,29 @@ import (
 	"strings"
 
 	"pisess/ledger"
-	"pisess/readers/discover"
 )
 
-// isDefaultTree reports whether tree is the default session tree, which
-// commands use when given no path.
-func isDefaultTree(tree string) bool {
-	roots, err := discover.DefaultRoots()
-	if err != nil {
-		return false
+// The commands a report prints for the operator to run always name their
+// trees, absolute and shell-quoted: a hint is pasted into another shell
+// (another directory, another HOME, no PI_SESSIONS_DIR: root's, reading
+// cron's mail), where "the default tree" is another tree or none (issue
+// 34 §3: `pisess fsck --repair` printed for the default tree exited 8
+// there).
+
+// absTree is tree as an absolute path ("" stays "": no tree).
+func absTree(tree string) string {
+	if abs, err := filepath.Abs(tree); err == nil {
+		return abs
 	}
-	for _, r := range roots {
-		if abs, err := filepath.Abs(r); err == nil && abs == tree {
-			return true
-		}
-	}
-	return false
+	return tree
 }
 
-// treeArgs is the --tree flags a command needs to reach trees: none for
-// the default tree alone.
+// treeArgs is the --tree flags a command needs to reach trees.
 func treeArgs(trees []string) string {
 	var b strings.Builder
 	for _, t := range trees {
-		if len(trees) == 1 && isDefaultTree(t) {
-			return ""
-		}
 		b.WriteString(" --tree ")
-		b.WriteString(ledger.ShellQuote(t))
+		b.WriteString(ledger.ShellQuote(absTree(t)))
 	}
 	return b.String()
 }
@@ -46,14 +41,11 @@ func RollbackHint(id string, trees []string) string {
 
 // RepairHint is the fsck --repair command line for trees.
 func RepairHint(trees []string) string {
-	if len(trees) == 1 && isDefaultTree(trees[0]) {
-		return "pisess fsck --repair"
-	}
 	var b strings.Builder
 	b.WriteString("pisess fsck --repair")
 	for _, t := range trees {
 		b.WriteString(" ")
-		b.WriteString(ledger.ShellQuote(t))
+		b.WriteString(ledger.ShellQuote(absTree(t)))
 	}
 	return b.String()
 }

@@ -46,6 +46,12 @@ const (
 	OutcomeRefused Outcome = "refused"
 	OutcomeBusy    Outcome = "busy"   // the session lock stayed held
 	OutcomeFailed  Outcome = "failed" // an error; nothing installed
+	// An interrupted run (issue 34 §3): a session it was working on
+	// stopped with nothing installed (its records say how far it got); one
+	// it never began has no record at all. Neither is a failure of the
+	// session: the next run does it.
+	OutcomeInterrupted Outcome = "interrupted"
+	OutcomeNotStarted  Outcome = "not_started"
 )
 
 // ErrorInfo is a session's error, for --json.
@@ -83,6 +89,18 @@ type SessionResult struct {
 	// Incremental: the sidecar was refreshed by staging only the entries
 	// the source gained (refresh_incremental.go).
 	Incremental bool `json:"incremental,omitempty"`
+	// Healed: the sidecar was damaged (Class corrupt or partial) and the
+	// run rebuilt it from the source, keeping the damaged one in the
+	// quarantine (Displaced) and journaling a repair (issue 34 §2).
+	Healed bool `json:"healed,omitempty"`
+	// heal is the plan's (plan.heal).
+	heal bool
+	// prefixEntries and prefixChain describe the sidecar a SQLite
+	// session's build replaces (its entry count, read before staging) and
+	// the new build's chain after as many entries; headerID is the
+	// session's (rollback.Displaced's Database rule).
+	prefixEntries         uint64
+	prefixChain, headerID string
 	// syncDirs are the directories the move of the displaced sidecar into
 	// the quarantine changed, synced once at the end of the run if the
 	// copy is kept (rollback.CutoverSpec.DeferQuarantineSync).
@@ -107,15 +125,19 @@ func (s SessionResult) Problem(strict bool) bool {
 
 // MigrateTotals counts sessions by outcome and action.
 type MigrateTotals struct {
-	Sessions    int    `json:"sessions"`
-	Migrated    int    `json:"migrated"`
-	Refreshed   int    `json:"refreshed"`
+	Sessions  int `json:"sessions"`
+	Migrated  int `json:"migrated"`
+	Refreshed int `json:"refreshed"`
+	// Healed counts the refreshed sidecars that were damaged (Healed).
+	Healed      int    `json:"healed"`
 	Verified    int    `json:"verified"` // dry run
 	Skipped     int    `json:"skipped"`
 	NeedsRepair int    `json:"needsRepair"`
 	Refused     int    `json:"refused"`
 	Busy        int    `json:"busy"`
 	Failed      int    `json:"failed"`
+	Interrupted int    `json:"interrupted"`
+	NotStarted  int    `json:"notStarted"`
 	Entries     uint64 `json:"entries"`
 	Bytes       uint64 `json:"bytes"`
 	SourceBytes int64  `json:"sourceBytes"`
@@ -390,10 +412,11 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	r := &migrateRun{opt: opt, log: zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger(),
 		rep:      MigrateReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Strict: opt.Strict},
 		judges:   opt.seams.freshJudges(),
-		cachesOf: map[string]*treeCaches{}, journals: map[string]*ledger.Journal{}, listed: map[string]map[string]bool{}}
+		journals: map[string]*ledger.Journal{}, listed: map[string]map[string]bool{}, healedTree: map[string]bool{}}
+	r.startedAt = wire.FormatTimestamp(r.now())
 	tune.EnterRun() // one P more while the work is system calls (commands/tune)
 	defer tune.ExitRun()
-	trees, err := r.walk()
+	trees, err := r.walk(ctx)
 	if err != nil {
 		return r.rep, err
 	}
@@ -411,6 +434,7 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	}
 	discarded := r.planAndRun(ctx)
 	r.rep.Totals = totals(r.rep.Sessions)
+	r.endRuns(ctx.Err() != nil)
 	r.syncJournals()
 	if !opt.DryRun {
 		r.recordRefusals()
@@ -432,8 +456,10 @@ type migrateRun struct {
 	rep    MigrateReport
 	judges verify.FreshJudges
 	// cachesOf are the trees' state files, read from when the walk meets
-	// each tree.
-	cachesOf map[string]*treeCaches
+	// each tree; generations are the trees' ledger.Generation, taken just
+	// before.
+	cachesOf    map[string]*treeCaches
+	generations map[string]string
 	// journals are the trees' journals, by root (none in a dry run).
 	journals map[string]*ledger.Journal
 	// listed are the sessions the walk found, by tree (for the caches'
@@ -449,50 +475,101 @@ type migrateRun struct {
 	records  []*ledger.RefreshRecords
 	// env is what the run gives each session's pipeline.
 	env Env
+	// startedAt is when the run began (its start records); staleOf the
+	// holder text of each tree's dead run whose lock it took over;
+	// healedTree the trees where it healed a killed run's leftovers.
+	startedAt  string
+	staleOf    map[string]string
+	healedTree map[string]bool
+	// lockOf are the tree locks held, by root.
+	lockOf map[string]*durable.Lock
+}
+
+func (r *migrateRun) now() time.Time {
+	if r.opt.Clock != nil {
+		return r.opt.Clock()
+	}
+	return time.Now()
 }
 
 // walk discovers the run's trees. Each tree's caches are read on
 // goroutines of their own from when the walk meets the tree, while it is
 // listed; the walk then takes from the fresh cache the headers of the
 // session files unchanged since a run judged them (a steady tree is
-// walked without opening its sessions). A second walk (after healing)
-// uses the same.
-func (r *migrateRun) walk() ([]discover.Tree, error) {
-	return walkRootsWith(r.opt.Paths, discover.Options{Headers: func(root string) discover.Headers {
+// walked without opening its sessions). Each tree's generation is taken
+// before its caches are read: the run compares it once it holds the tree
+// lock (lockAndHeal). A walk again reads the caches again.
+func (r *migrateRun) walk(ctx context.Context) ([]discover.Tree, error) {
+	r.cachesOf, r.generations = map[string]*treeCaches{}, map[string]string{}
+	trees, err := walkRootsWith(ctx, r.opt.Paths, discover.Options{Headers: func(root string) discover.Headers {
 		if r.cachesOf[root] == nil {
+			r.generations[root] = ledger.Generation(root)
 			r.cachesOf[root] = loadTreeCaches(root, r.judges)
 		}
 		return r.cachesOf[root]
 	}})
+	if f := r.opt.seams.walkedHook(); f != nil {
+		f()
+	}
+	return trees, err
 }
 
 // lockAndHeal takes every tree's lock (the caller releases the locks
 // returned, whatever the error) and heals: what an interrupted run left
 // is finished or undone before planning (issue 12, item 9), so that the
 // next cron run converges with no operator. It returns the trees as they
-// are then (walked again when something was healed).
-func (r *migrateRun) lockAndHeal(ctx context.Context, trees []discover.Tree) ([]*durable.Lock, []discover.Tree, error) {
-	locks, stale, err := lockTrees(ctx, r.log, r.opt.Ops, trees, r.opt.LockWait)
+// are then.
+//
+// A run plans only from what it sees while it holds the tree locks (issue
+// 34 §1: a run that waited for the lock planned from the walk it made
+// before, refreshed the sidecars the run ahead of it had installed and
+// took that run's staging for leftovers): the trees are walked, and their
+// state files read, again when another run may have worked on one since
+// the walk — its generation moved, or its lock was waited for — and after
+// a heal. A run with nothing to do walks once.
+func (r *migrateRun) lockAndHeal(ctx context.Context, trees []discover.Tree) (map[string]*durable.Lock, []discover.Tree, error) {
+	locks, stale, waited, err := lockTrees(ctx, r.log, r.opt.Ops, trees, r.opt.LockWait)
 	if err != nil {
 		return nil, nil, err
 	}
+	r.staleOf, r.lockOf = stale, locks
+	if r.changedSinceWalk(trees, waited) {
+		if trees, err = r.walk(ctx); err != nil {
+			return locks, nil, err
+		}
+	}
 	healed := false
 	for _, t := range trees {
-		h, err := heal(ctx, r.log, r.opt, t, stale[t.Root])
+		h, err := heal(ctx, r.log, r.opt, t, stale[t.Root], ledger.Hold(r.lockOf[t.Root], r.opt.CorrelationID))
 		if h != nil {
 			r.rep.Healed = append(r.rep.Healed, *h)
-			healed = true
+			healed, r.healedTree[t.Root] = true, true
 		}
 		if err != nil {
 			return locks, nil, fmt.Errorf("repair the leftovers of an interrupted run in %s: %w", t.Root, err)
 		}
 	}
 	if healed {
-		if trees, err = r.walk(); err != nil {
+		if trees, err = r.walk(ctx); err != nil {
 			return locks, nil, err
 		}
 	}
 	return locks, trees, nil
+}
+
+// changedSinceWalk reports whether another run may have worked on one of
+// trees (all locked) since the walk: its lock was waited for, or its
+// generation is not the one taken before its caches were read.
+func (r *migrateRun) changedSinceWalk(trees []discover.Tree, waited map[string]bool) bool {
+	for _, t := range trees {
+		if t.SymlinkAncestor != "" {
+			continue // neither locked nor written
+		}
+		if g, ok := r.generations[t.Root]; waited[t.Root] || !ok || g != ledger.Generation(t.Root) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *migrateRun) closeJournals() {
@@ -528,6 +605,9 @@ func (r *migrateRun) makeJobs(trees []discover.Tree) error {
 			if j, err = ledger.OpenJournalWith(r.opt.Ops, t.Root); err != nil {
 				return fmt.Errorf("open journal of %s: %w", t.Root, err)
 			}
+			// Written with the run's first record in the tree, if any.
+			j.BeginRun(ledger.RunRecord{CorrelationID: r.opt.CorrelationID, At: r.startedAt, Phase: ledger.RunStart,
+				Command: "migrate", PID: os.Getpid()}, ledger.Hold(r.lockOf[t.Root], r.opt.CorrelationID))
 			r.journals[t.Root] = j
 		}
 		var cache *ledger.RefusalCache
@@ -556,10 +636,10 @@ func (r *migrateRun) makeJobs(trees []discover.Tree) error {
 // plan plans every job on goroutines of its own (planInto) and sends the
 // bytes the plan will read once it is known; busy is closed when the
 // first session starts.
-func (r *migrateRun) plan(busy <-chan struct{}) <-chan int64 {
+func (r *migrateRun) plan(ctx context.Context, busy <-chan struct{}) <-chan int64 {
 	planned := make(chan int64, 1)
 	go func() {
-		planInto(r.jobs, r.ready, busy, func(i int) {
+		planInto(ctx, r.jobs, r.ready, busy, func(i int) {
 			jb := &r.jobs[i]
 			planWithCache(jb, r.opt.Force)
 			if a := jb.plan.action; jb.refresh != nil && jb.session.Rel != "" && (a == PlanRefresh || a == PlanMigrate) {
@@ -587,7 +667,7 @@ func (r *migrateRun) plan(busy <-chan struct{}) <-chan int64 {
 func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
 	opt := r.opt
 	busy := make(chan struct{}) // closed when the first session starts
-	planned := r.plan(busy)
+	planned := r.plan(ctx, busy)
 	ops := opt.Ops
 	// Sessions not finished yet: a seal lingers only while another one
 	// may come to share it.
@@ -603,7 +683,7 @@ func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
 		leftovers: &leftovers{ops: ops}}
 	var dq *rollback.Discarder
 	if !opt.DryRun && !opt.KeepDisplaced {
-		dq = rollback.NewDiscarder(opt.CorrelationID, func() string { return wire.FormatTimestamp(r.env.now()) })
+		dq = rollback.NewDiscarder(ctx, opt.CorrelationID, func() string { return wire.FormatTimestamp(r.env.now()) })
 	}
 	rep := newSessionReporter(len(r.jobs), func(i int, res SessionResult) {
 		if dq != nil {
@@ -684,6 +764,44 @@ func (p *sessionReporter) ended(i int, res SessionResult) {
 	p.report(i, res)
 }
 
+// endRuns appends each tree's end record (ledger.RunEnd) to the journal
+// the run wrote to: its summary for that tree, whether it was
+// interrupted, and the dead runs it healed (their leftovers, or their
+// tree lock taken over). A run that wrote nothing writes no end, unless
+// it took over a dead run's lock, which it then records as healed.
+func (r *migrateRun) endRuns(interrupted bool) {
+	for root, j := range r.journals {
+		var sessions []SessionResult
+		for i, jb := range r.jobs {
+			if jb.session.Tree == root {
+				sessions = append(sessions, r.rep.Sessions[i])
+			}
+		}
+		end := ledger.RunRecord{CorrelationID: r.opt.CorrelationID, At: wire.FormatTimestamp(r.now()), Phase: ledger.RunEnd,
+			Command: "migrate", Totals: totals(sessions).counts(), Interrupted: interrupted}
+		stale := r.staleOf[root] != ""
+		if stale || r.healedTree[root] {
+			for _, id := range ledger.UnendedRuns(j) {
+				if id != r.opt.CorrelationID {
+					end.Healed = append(end.Healed, id)
+				}
+			}
+		}
+		if err := j.EndRun(end, stale); err != nil {
+			r.log.Warn().Err(err).Str("tree", root).Msg("end of the run not journaled")
+		}
+	}
+}
+
+// counts are t by name, as the run's end record keeps them: installed is
+// what `pisess runs` lists as the sidecars a run installed.
+func (t MigrateTotals) counts() map[string]int64 {
+	return map[string]int64{"sessions": int64(t.Sessions), "installed": int64(t.Migrated + t.Refreshed),
+		"migrated": int64(t.Migrated), "refreshed": int64(t.Refreshed), "healed": int64(t.Healed),
+		"skipped": int64(t.Skipped), "needsRepair": int64(t.NeedsRepair), "refused": int64(t.Refused),
+		"busy": int64(t.Busy), "failed": int64(t.Failed), "interrupted": int64(t.Interrupted), "notStarted": int64(t.NotStarted)}
+}
+
 // syncJournals makes durable the sessions' progress records, appended
 // without their own fsync (ledger.Journal.AppendUnsynced), before the run
 // reports.
@@ -747,7 +865,7 @@ func (r *migrateRun) saveCaches() {
 	}
 	wrote := map[string]bool{}
 	for i, jb := range r.jobs {
-		if o := r.rep.Sessions[i].Outcome; o == OutcomeDone || o == OutcomeFailed {
+		if o := r.rep.Sessions[i].Outcome; o == OutcomeDone || o == OutcomeFailed || o == OutcomeInterrupted {
 			wrote[jb.session.Tree] = true
 		}
 	}
@@ -794,12 +912,13 @@ func checkMigrateOptions(opt *MigrateOptions) error {
 }
 
 // walkRoots discovers the trees under paths (the default tree when none).
-func walkRoots(paths []string) ([]discover.Tree, error) {
-	return walkRootsWith(paths, discover.Options{})
+func walkRoots(ctx context.Context, paths []string) ([]discover.Tree, error) {
+	return walkRootsWith(ctx, paths, discover.Options{})
 }
 
-// walkRootsWith is walkRoots with discovery's options.
-func walkRootsWith(paths []string, opt discover.Options) ([]discover.Tree, error) {
+// walkRootsWith is walkRoots with discovery's options. The walk stops
+// when ctx is done (issue 34 §4: an interrupt went on listing the tree).
+func walkRootsWith(ctx context.Context, paths []string, opt discover.Options) ([]discover.Tree, error) {
 	if len(paths) == 0 {
 		roots, err := discover.DefaultRoots()
 		if err != nil {
@@ -812,7 +931,7 @@ func walkRootsWith(paths []string, opt discover.Options) ([]discover.Tree, error
 			return nil, fmt.Errorf("session tree %s: %w", p, err)
 		}
 	}
-	trees, err := discover.WalkWith(paths, opt)
+	trees, err := discover.WalkContext(ctx, paths, opt)
 	if err != nil {
 		return nil, fmt.Errorf("discover sessions: %w", err)
 	}
@@ -822,10 +941,10 @@ func walkRootsWith(paths []string, opt discover.Options) ([]discover.Tree, error
 // lockTrees takes every tree's lock, or none: a run never works on a tree
 // another run holds (exit 32, naming the holder). It takes each lock the
 // way every changing run does (lockTreeForRepair); a lock left by a run
-// that died is taken over, and logged.
-func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees []discover.Tree, wait time.Duration) ([]*durable.Lock, map[string]string, error) {
-	var locks []*durable.Lock
-	staleOf := map[string]string{}
+// that died is taken over, and logged. waited names the trees whose lock
+// another run held when first tried.
+func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees []discover.Tree, wait time.Duration) (locks map[string]*durable.Lock, staleOf map[string]string, waited map[string]bool, _ error) {
+	locks, staleOf, waited = map[string]*durable.Lock{}, map[string]string{}, map[string]bool{}
 	for _, t := range trees {
 		if t.SymlinkAncestor != "" {
 			continue // nothing will be written there
@@ -837,21 +956,25 @@ func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees [
 				continue
 			}
 		}
-		l, stale, err := ledger.LockTreeWait(ctx, ops, t.Root, wait)
+		l, stale, err := ledger.LockTreeWait(ctx, ops, t.Root, 0)
+		if err != nil && wait > 0 && IsTreeLocked(err) {
+			waited[t.Root] = true
+			l, stale, err = ledger.LockTreeWait(ctx, ops, t.Root, wait)
+		}
 		if err != nil {
 			unlockAll(locks)
-			return nil, nil, fmt.Errorf("lock tree %s: %w", t.Root, err)
+			return nil, nil, nil, fmt.Errorf("lock tree %s: %w", t.Root, err)
 		}
 		if stale != "" {
 			log.Warn().Str("tree", t.Root).Str("holder", stale).Msg("took over the tree lock of a run that died holding it")
 			staleOf[t.Root] = stale
 		}
-		locks = append(locks, l)
+		locks[t.Root] = l
 	}
-	return locks, staleOf, nil
+	return locks, staleOf, waited, nil
 }
 
-func unlockAll(locks []*durable.Lock) {
+func unlockAll(locks map[string]*durable.Lock) {
 	for _, l := range locks {
 		_ = l.Unlock()
 	}
@@ -883,7 +1006,7 @@ type job struct {
 // steady tree of thousands of sessions it was most of a no-op run.
 func planAll(sessions []discover.Session, plan func(discover.Session) job) []job {
 	jobs := make([]job, len(sessions))
-	planInto(jobs, nil, nil, func(i int) { jobs[i] = plan(sessions[i]) })
+	planInto(context.Background(), jobs, nil, nil, func(i int) { jobs[i] = plan(sessions[i]) })
 	return jobs
 }
 
@@ -894,8 +1017,11 @@ func planAll(sessions []discover.Session, plan func(discover.Session) job) []job
 // rest: planning is far ahead of the sessions, and its system calls on
 // every CPU kept the sessions waiting for one (issue 14: a steady refresh
 // 0.71 → 0.52 s, and 0.25 s less CPU, in alternating runs; a run with
-// nothing to do keeps every planner).
-func planInto(jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func(i int)) {
+// nothing to do keeps every planner). Once ctx is done the jobs not
+// planned yet are left unplanned (their plan's action is ""), each ready[i]
+// closed all the same: an interrupt stops the planning at once (issue 34
+// §4), and the run reports those sessions as not started.
+func planInto(ctx context.Context, jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func(i int)) {
 	workers := min(max(tune.CPUs(), 2), len(jobs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -907,6 +1033,12 @@ func planInto(jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func
 				i := int(next.Add(1) - 1)
 				if i >= len(jobs) {
 					return
+				}
+				if ctx.Err() != nil {
+					if ready != nil {
+						close(ready[i])
+					}
+					continue
 				}
 				plan(i)
 				if ready != nil {
@@ -988,13 +1120,22 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 			}
 		}()
 	}
+	// notStarted reports job i, which the run never began (issue 34 §3:
+	// not a failure, nothing of it read or written).
+	notStarted := func(i int) {
+		results[i] = planned(jobs[i].session, jobs[i].plan)
+		results[i].Outcome = OutcomeNotStarted
+		results[i].Reason = "not started: the run was interrupted"
+		if finished != nil {
+			finished(i, results[i])
+		}
+	}
 	for i := range jobs {
 		if ready != nil {
-			<-ready[i] // planned
+			<-ready[i] // planned, or left unplanned by an interrupt (planInto)
 		}
-		if ctx.Err() != nil {
-			results[i] = planned(jobs[i].session, jobs[i].plan)
-			results[i].Outcome, results[i].Error = OutcomeFailed, &ErrorInfo{Class: "canceled", Message: "not started: the run was interrupted"}
+		if jobs[i].plan.action == "" || ctx.Err() != nil && jobs[i].plan.runs() {
+			notStarted(i)
 			continue
 		}
 		if res, ok := decided(jobs[i].session, jobs[i].plan); ok {
@@ -1022,10 +1163,20 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 				case light <- struct{}{}:
 					place = light
 				case reading <- struct{}{}:
+				case <-ctx.Done():
+					place = nil
 				}
 			}
 		} else {
-			reading <- struct{}{}
+			select {
+			case reading <- struct{}{}:
+			case <-ctx.Done():
+				place = nil
+			}
+		}
+		if place == nil {
+			notStarted(i) // interrupted while it waited for a place
+			continue
 		}
 		if busy != nil {
 			close(busy)
@@ -1074,6 +1225,9 @@ func totals(list []SessionResult) MigrateTotals {
 		case OutcomeDone:
 			if s.Action == PlanRefresh || s.Displaced != "" {
 				t.Refreshed++
+				if s.Healed {
+					t.Healed++
+				}
 			} else {
 				t.Migrated++
 			}
@@ -1089,6 +1243,10 @@ func totals(list []SessionResult) MigrateTotals {
 			t.Busy++
 		case OutcomeFailed:
 			t.Failed++
+		case OutcomeInterrupted:
+			t.Interrupted++
+		case OutcomeNotStarted:
+			t.NotStarted++
 		}
 	}
 	return t
@@ -1096,9 +1254,14 @@ func totals(list []SessionResult) MigrateTotals {
 
 // displacedOf is what rollback.Discarder judges a finished session by.
 func displacedOf(jb job, res SessionResult) rollback.Displaced {
+	class := jb.plan.class
+	if res.Healed {
+		class = res.Class // found damaged while refreshing (session.damagedBase)
+	}
 	return rollback.Displaced{Journal: jb.journal, Tree: jb.session.Tree, Rel: jb.session.Rel, Session: jb.session.Path,
-		Sidecar: res.Sidecar, Class: jb.plan.class, Installed: res.Outcome == OutcomeDone, Path: res.Displaced,
-		Incremental: res.Incremental, Prior: jb.prior, HasPrior: jb.hasPrior}
+		Sidecar: res.Sidecar, Class: class, Installed: res.Outcome == OutcomeDone, Path: res.Displaced,
+		Incremental: res.Incremental, Prior: jb.prior, HasPrior: jb.hasPrior,
+		Database: jb.session.Format == readers.FormatSQLitev1, HeaderID: res.headerID, PrefixEntries: res.prefixEntries, PrefixChain: res.prefixChain}
 }
 
 // syncKeptDisplaced makes the moves of the displaced sidecars the run

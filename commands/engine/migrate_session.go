@@ -44,13 +44,19 @@ type plan struct {
 	// failure, when set, is the session's failure found while planning
 	// (its status could not be taken): nothing is read or written.
 	failure *ErrorInfo
+	// heal: the refresh rebuilds a damaged sidecar (class corrupt or
+	// partial) from the source, keeping the damaged one in the quarantine.
+	heal bool
+	// busy: the session's lock is held with staging beside it (pi
+	// rebuilding its sidecar): nothing is done, the result is busy.
+	busy bool
 }
 
 const sqliteNote = "pi's resume reads sidecars of JSONL sessions only: this sidecar is for pisess and future readers"
 
 // planSession decides a session's action from discovery and the
-// sidecar's fast status (manifest, index size, source state; no frames),
-// or the tree's fresh cache (nil: none).
+// sidecar's status, as deep as pi's open of it (verify.StatusOpen), or the
+// tree's fresh cache (nil: none) where it vouches for the sidecar.
 func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 	var p plan
 	if s.Format == readers.FormatSQLitev1 {
@@ -77,6 +83,16 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 		return p
 	}
 	leftovers := len(s.Staging) + len(s.Backups)
+	if leftovers > 0 && !force {
+		// The reference stages its own rebuild of a sidecar under the
+		// same names, holding the session lock: staging beside a held
+		// lock belongs to a live writer, never leftovers (issue 34 §1).
+		if held, err := durable.OS.LockHeld(s.Lock); err == nil && held {
+			p.action, p.busy = PlanSkip, true
+			p.reason = fmt.Sprintf("%s is held and %d staging/backup director(ies) are beside the session: pi is writing its sidecar; the next run looks again", s.Lock, leftovers)
+			return p
+		}
+	}
 	if leftovers > 0 {
 		// An interrupted run left these: fsck --repair decides whether a
 		// backup goes back or to the quarantine. Building over them would
@@ -140,9 +156,19 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 		}
 		fallthrough
 	default: // corrupt, partial
-		p.action, p.reason = PlanNeedsRepair, fmt.Sprintf("the sidecar is %s%s: pisess fsck --repair rebuilds it", st.Class, first)
-		if force {
+		switch {
+		case force:
 			p.action, p.reason = PlanRefresh, fmt.Sprintf("the sidecar is %s%s; rebuilt from the source (--force)", st.Class, first)
+		case verify.Rebuildable(st.Findings):
+			// Damage a rebuild from the source mends (issue 34 §2): the
+			// run heals it as it heals a killed run's leftovers, and
+			// keeps the damaged sidecar in its quarantine (plan.class
+			// tells the discarder so).
+			p.action, p.heal = PlanRefresh, true
+			p.reason = fmt.Sprintf("the sidecar is %s%s: rebuilt from the source, the damaged one kept in the quarantine", st.Class, first)
+			p.notes = append(p.notes, "a repair: what pisess fsck --repair does for this sidecar, done by this run")
+		default:
+			p.action, p.reason = PlanNeedsRepair, fmt.Sprintf("the sidecar is %s%s: pisess fsck --repair repairs it", st.Class, first)
 		}
 	}
 	return p
@@ -176,7 +202,7 @@ func onlyInvalidSourceState(list []verify.Finding) bool {
 // planned is the result of a session before anything is done.
 func planned(s discover.Session, p plan) SessionResult {
 	return SessionResult{Path: s.Path, SourceFormat: string(s.Format), Action: p.action, Class: p.class, Reason: p.reason,
-		SourceBytes: s.Size, Notes: p.notes, Sidecar: discover.SidecarPath(s.Path)}
+		SourceBytes: s.Size, Notes: p.notes, Sidecar: discover.SidecarPath(s.Path), heal: p.heal}
 }
 
 // runSession carries out one session's plan.
@@ -212,6 +238,9 @@ func decided(s discover.Session, p plan) (SessionResult, bool) {
 	switch p.action {
 	case PlanSkip:
 		res.Outcome = OutcomeSkipped
+		if p.busy {
+			res.Outcome, res.Error = OutcomeBusy, &ErrorInfo{Class: "busy", Message: p.reason}
+		}
 	case PlanNeedsRepair:
 		res.Outcome = OutcomeLeft
 	case PlanRefuse:
@@ -287,6 +316,10 @@ type session struct {
 	// seal is the session's durable.Seal, opened before its first write
 	// (nil in a dry run, which makes nothing durable).
 	seal *durable.Seal
+	// heal: the sidecar this build replaces is damaged (plan.heal, or
+	// damaged, what an incremental refresh found wrong in it).
+	heal    bool
+	damaged string
 }
 
 func (x *session) event(phase wire.Phase, v wire.Verification, outcome wire.Outcome, class wire.ErrorClass) wire.MigrationEvent {
@@ -321,8 +354,23 @@ func (x *session) journalEvents(sync bool, evs ...wire.MigrationEvent) error {
 	return nil
 }
 
-// failed records the failure and returns the result.
+// ClassSourceChanged is the report's error class of a session whose
+// source changed while the run read it (readers.ErrSourceChanged).
+const ClassSourceChanged = "source_changed"
+
+// failed records the failure and returns the result. A source that
+// changed while it was read is one cause wherever the run noticed it
+// (reading, verifying, before the cutover: issue 34 §3): one class, one
+// message, journaled as io_failure with a recoverable outcome ("run
+// again"), and never a refusal the refusal cache would keep.
 func (x *session) failed(res SessionResult, class wire.ErrorClass, v wire.Verification, err error) SessionResult {
+	if errors.Is(err, readers.ErrSourceChanged) {
+		if jerr := x.journal(x.event(wire.PhaseFailed, v, wire.OutcomeRecoverableError, wire.ErrorClassIOFailure)); jerr != nil {
+			x.env.Log.Warn().Str("session", x.s.Path).Err(jerr).Msg("failure not journaled")
+		}
+		x.env.Log.Warn().Str("session", x.s.Path).Err(err).Msg("source changed while it was read")
+		return fail(res, ClassSourceChanged, fmt.Errorf("%s changed while pisess read it (a writer that does not take pi's session lock, such as the TypeScript pi, wrote it): the next run migrates it", x.s.Path))
+	}
 	canceled := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 	if canceled {
 		// An interrupt is not damage: the contract has no "cancelled"
@@ -341,7 +389,9 @@ func (x *session) failed(res SessionResult, class wire.ErrorClass, v wire.Verifi
 	if canceled {
 		// The run's logger carries the correlation id already.
 		x.env.Log.Warn().Str("session", x.s.Path).Err(err).Msg("session canceled")
-		return fail(res, "canceled", err)
+		res = fail(res, "canceled", err)
+		res.Outcome = OutcomeInterrupted
+		return res
 	}
 	x.env.Log.Warn().Str("session", x.s.Path).Str("errorClass", string(class)).Err(err).Msg("session failed")
 	return fail(res, string(class), err)
@@ -349,7 +399,7 @@ func (x *session) failed(res SessionResult, class wire.ErrorClass, v wire.Verifi
 
 // build is the per-session pipeline (issue 7, step 3).
 func build(ctx context.Context, env Env, s discover.Session, res SessionResult, correlationID string) SessionResult {
-	x := &session{env: env, s: s, correlation: correlationID, migrationID: uuid.NewString(), sidecar: discover.SidecarPath(s.Path)}
+	x := &session{env: env, s: s, correlation: correlationID, migrationID: uuid.NewString(), sidecar: discover.SidecarPath(s.Path), heal: res.heal}
 	none := wire.Verification{}
 	if err := x.progress(x.event(wire.PhasePlanned, none, wire.OutcomeOK, "")); err != nil {
 		return fail(res, "operational", err)
@@ -372,6 +422,10 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	defer func() { x.seal.Close() }() // the last one opened (openSeal)
 	if r, ok := x.refreshAppended(ctx, res); ok {
 		return r
+	}
+	if x.damaged != "" && !res.heal {
+		res.Class, res.heal = verify.ClassCorrupt, true
+		res.Reason = "the sidecar is corrupt: " + x.damaged + ": rebuilt from the source, the damaged one kept in the quarantine"
 	}
 	env.fullPass()
 	// A JSONL source fingerprints itself while it is read (issue 14: one
@@ -441,7 +495,14 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	// invisible to pi until then (issue 14).
 	sops := env.Ops
 	sops.DeferSync = true
-	st, err := writers.Stage(ctx, src, staging, writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, Verified: true, SourcePath: s.Path})
+	sopt := writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, Verified: true, SourcePath: s.Path}
+	if s.Format == readers.FormatSQLitev1 && !env.DryRun {
+		// The sidecar this build replaces, judged by its entries once it
+		// is displaced (rollback.Displaced.Database).
+		sopt.PrefixEntries = sidecarEntries(x.sidecar)
+	}
+	st, err := writers.Stage(ctx, src, staging, sopt)
+	res.prefixEntries, res.prefixChain, res.headerID = sopt.PrefixEntries, st.PrefixChain, src.Header().ID
 	rec := verify.Staged{HeaderID: src.Header().ID, SourceFormat: src.Header().Format,
 		Entries: st.Entries, ChainHash: st.ChainHash, EntryDigest: st.EntryDigest}
 	if err == nil {
@@ -566,7 +627,7 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 	// pi takes none) may have changed the file: never install a sidecar
 	// that claims a fingerprint the source no longer has.
 	if err := unchanged(); err != nil {
-		return x.failed(res, wire.ErrorClassAtomicityViolation, v, err)
+		return x.failed(res, wire.ErrorClassAtomicityViolation, v, err) // ErrSourceChanged's when it is that
 	}
 	durable.Failpoint(fpBeforeCutover)
 	cut, err := rollback.Cutover(ctx, passed, rollback.CutoverSpec{
@@ -582,6 +643,10 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 		return x.failed(res, wire.ErrorClassAtomicityViolation, v, fmt.Errorf("cutover: %w", err))
 	}
 	*installed = true
+	if x.heal {
+		res.Healed = true
+		x.noteHeal(cut.Displaced, res.Reason)
+	}
 	if s.Format == readers.FormatJSONLv3 {
 		// Read under the session lock, just after the install: what the
 		// next run's status of the sidecar would see.
@@ -604,6 +669,20 @@ func (x *session) install(ctx context.Context, res SessionResult, staging string
 	durable.Failpoint(fpAfterCompleted)
 	res.Outcome = OutcomeDone
 	return res
+}
+
+// noteHeal journals that the run rebuilt a damaged sidecar (a repair, as
+// fsck --repair's rebuild is one), the damaged one at displaced.
+func (x *session) noteHeal(displaced, why string) {
+	if x.env.Journal == nil {
+		return
+	}
+	err := x.env.Journal.AppendUnsynced(ledger.NoteRecord(ledger.Note{CorrelationID: x.correlation, At: wire.FormatTimestamp(x.env.now()),
+		Session: x.s.Path, Kind: ledger.NoteRepair, Path: x.sidecar, QuarantinePath: displaced,
+		Detail: "rebuilt from the source: " + why}))
+	if err != nil {
+		x.env.Log.Warn().Str("session", x.s.Path).Err(err).Msg("repair note not journaled")
+	}
 }
 
 // dropCached gives back the cached pages of the sealed staging store's
@@ -632,6 +711,20 @@ func (x *session) storeEvents(v wire.Verification) []wire.MigrationEvent {
 	return evs
 }
 
+// sidecarEntries is the entry count the manifest of the sidecar at dir
+// states, 0 when there is none to read.
+func sidecarEntries(dir string) uint64 {
+	st, err := store.Open(dir, store.ReadOptions{OnceManifest: true})
+	if err != nil {
+		return 0
+	}
+	m, err := st.Manifest()
+	if err != nil {
+		return 0
+	}
+	return m.Counters.EntriesTotal
+}
+
 // sourceFingerprint fills rec's fingerprint: the one a JSONL source took
 // while it was read, or fp, taken before the read.
 func (x *session) sourceFingerprint(src readers.Source, fp *wire.SourceFingerprint, rec *verify.Staged) error {
@@ -656,7 +749,7 @@ func (x *session) sourceFingerprint(src readers.Source, fp *wire.SourceFingerpri
 // what the sidecar will claim: by its status when the read took it (any
 // write moves the change time), else by hashing it again.
 func sourceUnchanged(path string, rec verify.Staged) error {
-	stale := errors.New("the source changed after it was read; the next run will migrate it")
+	stale := &readers.SourceChangedError{Path: path, Detail: "it moved between the read and the cutover"}
 	if rec.Info != nil {
 		now, err := os.Lstat(path)
 		if err != nil {
@@ -692,9 +785,11 @@ func sameFingerprint(a, b wire.SourceFingerprint) bool {
 // migrate the session) and anything else into a failure of this run: an
 // I/O or resource error, or a lock another process holds, even when a
 // reader reported it as a *readers.RefusedError (readers.AsVerdict), is
-// counted and tried again by the next run, never remembered (issue 32 §2).
+// counted and tried again by the next run, never remembered (issue 32 §2);
+// so is a source that changed while it was read (readers.ErrSourceChanged,
+// issue 34 §3).
 func (x *session) refusedOrFailed(res SessionResult, err error) SessionResult {
-	if r := readers.AsVerdict(err); r != nil {
+	if r := readers.AsVerdict(err); r != nil && !errors.Is(err, readers.ErrSourceChanged) {
 		res.Outcome = OutcomeRefused
 		res.Action = PlanRefuse
 		res.Reason = r.Reason

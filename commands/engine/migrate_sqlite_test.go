@@ -188,3 +188,48 @@ func migDirNames(tb testing.TB, dir string) map[string]bool {
 	}
 	return out
 }
+
+// TestSQLiteDisplacedJudgedByItsEntries is issue 34 §3 (bounded disk): the
+// sidecar a SQLite session's refresh displaces is not kept when the
+// database still holds its entries (the same session, the same first
+// entries: its chain is the new build's after as many), as a JSONL
+// session's is not when the file still begins with its bytes; it is kept
+// when the database's rows were rewritten.
+func TestSQLiteDisplacedJudgedByItsEntries(t *testing.T) {
+	tree := t.TempDir()
+	db := filepath.Join(tree, trees.CwdDir, "s.sqlite")
+	if err := os.MkdirAll(filepath.Dir(db), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write := func(n int, edit func(string) string) {
+		t.Helper()
+		src, _ := migSession(t, t.TempDir(), "s", n)
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if edit != nil {
+			b = []byte(edit(string(b)))
+		}
+		if err := os.WriteFile(src, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(db)
+		migSQLite(t, src, db)
+	}
+	write(5, nil)
+	migRun(t, migOptions(tree))
+	write(7, nil) // pi appended two entries
+	s := migResult(t, migRun(t, migOptions(tree)), db)
+	if s.Outcome != OutcomeDone || s.Displaced != "" {
+		t.Fatalf("appended: %s %s displaced %q %v", s.Action, s.Outcome, s.Displaced, s.Notes)
+	}
+	write(7, func(b string) string { return strings.Replace(b, "message e0000001", "rewritten e0000001", 1) })
+	s = migResult(t, migRun(t, migOptions(tree)), db)
+	if s.Outcome != OutcomeDone || s.Displaced == "" {
+		t.Fatalf("rewritten: %s %s displaced %q %v", s.Action, s.Outcome, s.Displaced, s.Notes)
+	}
+	if _, err := os.Stat(filepath.Join(s.Displaced, "manifest.json")); err != nil {
+		t.Fatalf("the displaced sidecar of rewritten rows is not kept: %v", err)
+	}
+}

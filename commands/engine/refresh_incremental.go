@@ -80,6 +80,7 @@ func (x *session) refreshAppended(ctx context.Context, res SessionResult) (Sessi
 	}()
 	fallback := func(err error) (SessionResult, bool) {
 		env.Log.Debug().Str("session", s.Path).Err(err).Msg("incremental refresh not possible: full rebuild")
+		x.damagedBase(err)
 		return res, false
 	}
 	var src *jsonl.AppendSource
@@ -106,6 +107,16 @@ func (x *session) refreshAppended(ctx context.Context, res SessionResult) (Sessi
 	}
 	durable.Failpoint(fpAfterStage)
 	return x.installAppended(ctx, res, staging, ar, src, &installed)
+}
+
+// damagedBase notes that the sidecar an incremental refresh began from
+// holds a frame that does not match its row (err): the full rebuild that
+// follows is a heal, which keeps the damaged sidecar in the quarantine
+// (else the discarder would take it for a reproducible one).
+func (x *session) damagedBase(err error) {
+	if errors.Is(err, wire.ErrChecksum) {
+		x.heal, x.damaged = true, err.Error()
+	}
 }
 
 // recordPrefix is the record's normalize.PrefixHash, nil when it has none
@@ -137,7 +148,7 @@ func (x *session) openAppended(rec ledger.RefreshRecord, sum [32]byte, src **jso
 // record describes (the same manifest.json).
 func (x *session) appendRecord(res SessionResult) (ledger.RefreshRecord, [32]byte, bool) {
 	env, s := x.env, x.s
-	if env.Refresh == nil || env.DryRun || env.Force || res.Action != PlanRefresh ||
+	if env.Refresh == nil || env.DryRun || env.Force || res.Action != PlanRefresh || res.heal ||
 		s.Format != readers.FormatJSONLv3 || s.Rel == "" {
 		return ledger.RefreshRecord{}, [32]byte{}, false
 	}
@@ -230,7 +241,7 @@ func (x *session) installAppended(ctx context.Context, res SessionResult, stagin
 	// cannot be set back) prove the same without reading it.
 	unchanged := func() error {
 		if !src.Unchanged() {
-			return errors.New("the source changed after it was read; the next run will migrate it")
+			return &readers.SourceChangedError{Path: s.Path, Detail: "it moved between the read and the cutover"}
 		}
 		return nil
 	}

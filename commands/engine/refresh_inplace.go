@@ -7,6 +7,7 @@ import (
 	"path"
 
 	"pisess/ledger"
+	"pisess/readers"
 	"pisess/readers/jsonl"
 	"pisess/rollback"
 	"pisess/verify"
@@ -96,6 +97,7 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec led
 		return x.failed(res, wire.ErrorClassIOFailure, none, err), inPlaceDone
 	case mismatch || prepared:
 		env.Log.Debug().Str("session", s.Path).Err(err).Msg("refresh in place not possible: full rebuild")
+		x.damagedBase(err)
 		return res, inPlaceRebuild
 	default:
 		env.Log.Debug().Str("session", s.Path).Err(err).Msg("refresh in place not possible: through a staging copy")
@@ -131,7 +133,7 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult, rec led
 	}
 	durable.Failpoint(fpAfterStagingSeal)
 	if !src.Unchanged() {
-		return x.failed(res, wire.ErrorClassAtomicityViolation, v, errors.New("the source changed after it was read; the next run will migrate it")), inPlaceDone
+		return x.failed(res, wire.ErrorClassAtomicityViolation, v, &readers.SourceChangedError{Path: s.Path, Detail: "it moved between the read and the commit"}), inPlaceDone
 	}
 	durable.Failpoint(fpBeforeCutover)
 	if err := rollback.CommitInPlace(ctx, passed, spec); err != nil {

@@ -128,12 +128,14 @@ func Rollback(ctx context.Context, opt RollbackOptions) (RollbackReport, error) 
 			// .pisess/ for the lock) in a tree pisess never changed.
 			continue
 		}
+		ropt.Hold = nil
 		if !opt.DryRun {
 			l, _, err := ledger.LockTreeWait(ctx, opt.Ops, tree, opt.LockWait)
 			if err != nil {
 				return rep, fmt.Errorf("lock tree %s: %w", tree, err)
 			}
 			defer l.Unlock()
+			ropt.Hold = ledger.Hold(l, opt.CorrelationID)
 		}
 		r, err := rollback.ByCorrelation(ctx, tree, opt.CorrelationID, ropt)
 		switch {

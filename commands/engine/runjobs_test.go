@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -135,7 +136,7 @@ func TestPlanIntoBusy(t *testing.T) {
 	close(busy)
 	var inFlight, most atomic.Int64
 	var order []int
-	planInto(jobs, ready, busy, func(i int) {
+	planInto(context.Background(), jobs, ready, busy, func(i int) {
 		n := inFlight.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}

@@ -18,6 +18,8 @@ type seams struct {
 	// noLinger: a session's seal does not wait for others to share its
 	// syncfs.
 	noLinger bool
+	// walked is called as a migrate run ends a walk of its trees.
+	walked func()
 }
 
 // verify.FreshJudges returns the fresh cache's checks: the test's where it gave
@@ -30,8 +32,8 @@ func (s *seams) freshJudges() verify.FreshJudges {
 	if s.judges.RacyWindow != 0 {
 		j.RacyWindow = s.judges.RacyWindow
 	}
-	if s.judges.StatusFast != nil {
-		j.StatusFast = s.judges.StatusFast
+	if s.judges.StatusOpen != nil {
+		j.StatusOpen = s.judges.StatusOpen
 	}
 	if s.judges.StatusVouched != nil {
 		j.StatusVouched = s.judges.StatusVouched
@@ -57,4 +59,12 @@ func (s *seams) openedHook() func(path string) {
 		return nil
 	}
 	return s.opened
+}
+
+// walkedHook is seams.walked, nil when none.
+func (s *seams) walkedHook() func() {
+	if s == nil {
+		return nil
+	}
+	return s.walked
 }

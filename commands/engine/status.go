@@ -74,10 +74,15 @@ func (StatusReport) Tally() Tally { return Tally{} }
 
 // Status lists the status of every session under opt.Paths, one entry
 // each: path, source format and version, entries, size, the reference's
-// status class (verify.StatusFast: manifests, index sizes, source state and
-// fingerprints, never frame bodies; the source is hashed only when the fast
-// identity check cannot decide, as pi does), the session's name and the
-// last migration run. It never writes and never locks.
+// status class, the session's name and the last migration run. It never
+// writes and never locks.
+//
+// The class is the reference's, exactly (verify.Status: every check, every
+// frame read; issue 34 §2: a shallower status called a truncated sidecar
+// migrated), except where the tree's fresh cache vouches for the sidecar:
+// every file of it unchanged since a status as deep as pi's open (or the
+// run that wrote it) found it sound, so only the session file is judged
+// again, if it changed (the steady state stays fast).
 //
 // The name and, for a session without a sidecar, the entry count come
 // from one pass over the JSONL source that parses only session_info lines
@@ -109,11 +114,15 @@ func Status(ctx context.Context, opt StatusOptions) (StatusReport, error) {
 		if err != nil {
 			return rep, fmt.Errorf("status %s: %w", t.Root, err)
 		}
+		var fc *verify.FreshCache
+		if t.SymlinkAncestor == "" {
+			fc = verify.LoadFreshCache(t.Root, verify.DefaultFreshJudges())
+		}
 		for _, s := range t.Sessions {
 			if err := ctx.Err(); err != nil {
 				return rep, err
 			}
-			e := statusOf(s)
+			e := statusOf(s, fc)
 			e.Tree = t.Root
 			e.LastMigration = last[filepath.Clean(s.Path)]
 			rep.Sessions = append(rep.Sessions, e)
@@ -148,8 +157,8 @@ func statusTree(root string) (StatusTree, error) {
 	return st, nil
 }
 
-// statusOf is one session's entry.
-func statusOf(s discover.Session) StatusEntry {
+// statusOf is one session's entry, fc the tree's fresh cache (nil: none).
+func statusOf(s discover.Session, fc *verify.FreshCache) StatusEntry {
 	e := StatusEntry{Path: s.Path, SourceFormat: string(s.Format), Version: s.Version, Size: s.Size}
 	if fi, err := os.Lstat(s.Path); err == nil {
 		e.Modified = fi.ModTime().UTC().Format(time.RFC3339)
@@ -164,7 +173,11 @@ func statusOf(s discover.Session) StatusEntry {
 		e.Reason = s.Refusal.Reason
 		return e
 	}
-	st, err := verify.StatusFast(s.Path)
+	st, ok := fc.Vouched(s)
+	var err error
+	if !ok {
+		st, err = verify.Status(s.Path)
+	}
 	if err != nil {
 		e.Class, e.Error = verify.ClassCorrupt, err.Error()
 		return e
@@ -174,7 +187,7 @@ func statusOf(s discover.Session) StatusEntry {
 		e.Version = st.Version
 	}
 	if st.Class != verify.ClassMigrated && st.Class != verify.ClassUnmigrated && len(st.Findings) > 0 {
-		f := st.Findings[0]
+		f := decisive(st)
 		e.Reason = f.Code + ": " + f.Detail
 	}
 	e.SidecarBytes = st.Bytes
@@ -229,3 +242,14 @@ const (
 	statusScanLimit = 16 << 20  // with a sidecar: name only
 	statusScanMax   = 256 << 20 // without one: the entry count too
 )
+
+// decisive is the first finding of st's class (the one that gives the
+// session its class), else the first.
+func decisive(st verify.StatusReport) verify.Finding {
+	for _, f := range st.Findings {
+		if f.Class == st.Class {
+			return f
+		}
+	}
+	return st.Findings[0]
+}

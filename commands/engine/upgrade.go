@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -94,7 +95,7 @@ func Upgrade(ctx context.Context, opt UpgradeOptions) (UpgradeReport, error) {
 	}
 	log := zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger()
 	rep := UpgradeReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Files: []upgrade.Result{}}
-	trees, err := walkRoots(opt.Paths)
+	trees, err := walkRoots(ctx, opt.Paths)
 	if err != nil {
 		return rep, err
 	}
@@ -189,6 +190,7 @@ func needsUpgrade(s discover.Session, pv piVersion) bool {
 // not a dry run.
 func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *UpgradeReport, log zerolog.Logger) error {
 	var journal *ledger.Journal
+	base := len(rep.Files) // a session's result is rep.Files[base+k]
 	versions := piVersions(t)
 	if !opt.DryRun {
 		need := false
@@ -201,10 +203,20 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 				return fmt.Errorf("upgrade %s: %w", t.Root, err)
 			}
 			defer l.Unlock()
+			// Something to upgrade: the run changes the tree (each file
+			// before its note), and is the lock's holder from now on.
+			if err := l.RecordHolder(opt.CorrelationID); err != nil {
+				return fmt.Errorf("upgrade %s: %w", t.Root, err)
+			}
 			if journal, err = ledger.OpenJournalWith(opt.Ops, t.Root); err != nil {
 				return fmt.Errorf("open journal of %s: %w", t.Root, err)
 			}
 			defer journal.Close()
+			// The run's records (ledger.RunRecord), written with its first
+			// change to the tree.
+			journal.BeginRun(ledger.RunRecord{CorrelationID: opt.CorrelationID, At: wire.FormatTimestamp(opt.Clock()),
+				Phase: ledger.RunStart, Command: "upgrade", PID: os.Getpid()}, nil)
+			defer func() { endUpgradeRun(journal, opt, upgradeTotals(rep.Files[base:]), ctx.Err() != nil, log) }()
 		}
 	}
 	// Each session lock is tried once first; the sessions pi holds are
@@ -212,8 +224,7 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 	// they would otherwise hold up in turn.
 	first := opt
 	first.LockTimeout = 0
-	base := len(rep.Files) // a session's result is rep.Files[base+k]
-	var held []int         // indexes in t.Sessions of the sessions found locked
+	var held []int // indexes in t.Sessions of the sessions found locked
 	for k, s := range t.Sessions {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("upgrade interrupted: %w", err)
@@ -240,6 +251,22 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 		}
 	}
 	return nil
+}
+
+// endUpgradeRun appends the run's end record for a tree (when it wrote
+// anything there) and syncs the journal.
+func endUpgradeRun(j *ledger.Journal, opt UpgradeOptions, t UpgradeTotals, interrupted bool, log zerolog.Logger) {
+	end := ledger.RunRecord{CorrelationID: opt.CorrelationID, At: wire.FormatTimestamp(opt.Clock()), Phase: ledger.RunEnd,
+		Command: "upgrade", Interrupted: interrupted, Totals: map[string]int64{"files": int64(t.Files),
+			"upgraded": int64(t.Upgraded), "refused": int64(t.Refused), "busy": int64(t.Busy), "changed": int64(t.Changed),
+			"failed": int64(t.Failed)}}
+	err := j.EndRun(end, false)
+	if err == nil {
+		err = j.Sync()
+	}
+	if err != nil {
+		log.Warn().Err(err).Str("tree", j.Tree()).Msg("end of the run not journaled")
+	}
 }
 
 // logUpgrade logs a session's result; err, when set, interrupted it.

@@ -120,10 +120,11 @@ func TestUpgradeRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	originals := map[string]string{files["v1"]: upgradeV1, files["v2"]: upgradeV2, files["bom"]: "\ufeff\n" + upgradeV1}
-	if len(recs) != 3 {
-		t.Fatalf("journal: %d records, want 3", len(recs))
+	// Bracketed by the run's start and end records (ledger.RunRecord).
+	if len(recs) != 5 || recs[0].Run == nil || recs[0].Run.Command != "upgrade" || recs[4].Run == nil || recs[4].Run.Totals["upgraded"] != 3 {
+		t.Fatalf("journal: %d records, want 3 and the run's start and end: %+v", len(recs), recs)
 	}
-	for _, r := range recs {
+	for _, r := range recs[1:4] {
 		n := r.Note
 		if n == nil || n.Kind != ledger.NoteUpgraded || n.SHA256 == "" || n.NewSHA256 == "" {
 			t.Fatalf("record %+v", r)

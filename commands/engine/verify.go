@@ -208,11 +208,15 @@ func verifySession(ctx context.Context, s discover.Session, named bool) VerifySe
 	for _, f := range r.Findings {
 		v.addFinding(f)
 	}
+	fresh := false
 	if fr, err := verify.Freshness(s.Path, v.Sidecar); err == nil {
-		v.Fresh = fr.Fresh
+		fresh = fr.Fresh
 	}
 	v.Verified = r.Verified() && len(r.Findings) == 0
-	if !v.Verified && !v.Fresh {
+	// Fresh is pi's verdict on a sidecar it can use: one that fails
+	// verification is not, whatever its source state says (issue 34 §3).
+	v.Fresh = fresh && v.Verified
+	if !v.Verified && !fresh {
 		// A sidecar that no longer matches a source pi has written since
 		// is stale, not damaged, when the store itself is whole: pi reads
 		// the source until a refresh (FORMAT.md §8).

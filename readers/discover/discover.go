@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 
 	"pisess/readers"
 	"pisess/writers/durable"
+	"pisess/writers/wire"
 )
 
 // Classes of the refusals only discovery can decide (a symlinked session
@@ -188,6 +190,14 @@ func Walk(roots []string) ([]Tree, error) { return WalkWith(roots, Options{}) }
 
 // WalkWith is [Walk] with options.
 func WalkWith(roots []string, opt Options) ([]Tree, error) {
+	return WalkContext(context.Background(), roots, opt)
+}
+
+// WalkContext is [WalkWith] that stops when ctx is done: between
+// directories and between session files whose headers it reads, so that
+// an interrupt stops the walk of a tree of thousands of sessions at once.
+// The error then wraps ctx.Err().
+func WalkContext(ctx context.Context, roots []string, opt Options) ([]Tree, error) {
 	type root struct {
 		abs  string
 		info fs.FileInfo
@@ -216,7 +226,7 @@ func WalkWith(roots []string, opt Options) ([]Tree, error) {
 		rs = append(rs, root{abs, fi})
 	}
 
-	w := walker{trees: map[string]*Tree{}, dirRoots: dirRoots, seen: map[string]bool{},
+	w := walker{ctx: ctx, trees: map[string]*Tree{}, dirRoots: dirRoots, seen: map[string]bool{},
 		headersOf: opt.Headers, headers: map[string]Headers{}}
 	// treeOf maps each directory root to its tree's root: one tree, one
 	// journal, whichever directory inside it a run was given (issue 12).
@@ -269,7 +279,9 @@ func WalkWith(roots []string, opt Options) ([]Tree, error) {
 		}
 	}
 
-	w.addPending()
+	if err := w.addPending(); err != nil {
+		return nil, err
+	}
 	out := make([]Tree, 0, len(w.trees))
 	for _, t := range w.trees {
 		sort.Slice(t.Sessions, func(i, j int) bool { return t.Sessions[i].Path < t.Sessions[j].Path })
@@ -376,6 +388,7 @@ func hasPisessDir(dir string) bool {
 }
 
 type walker struct {
+	ctx       context.Context // the walk stops when it is done
 	trees     map[string]*Tree
 	dirRoots  map[string]bool
 	seen      map[string]bool // session paths already listed
@@ -405,9 +418,17 @@ const (
 	listers  = 2
 )
 
+// stopped returns the walk's error once its context is done.
+func (w *walker) stopped() error {
+	if err := w.ctx.Err(); err != nil {
+		return fmt.Errorf("walk: %w", err)
+	}
+	return nil
+}
+
 // addPending adds the pending candidates, their headers read on sniffers
 // goroutines, in the order they were listed.
-func (w *walker) addPending() {
+func (w *walker) addPending() error {
 	todo := make([]int, 0, len(w.pending))
 	queued := make(map[string]bool, len(w.pending))
 	perTree := map[*Tree]int{}
@@ -430,13 +451,16 @@ func (w *walker) addPending() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
+			for k := int(next.Add(1) - 1); k < len(todo) && w.ctx.Err() == nil; k = int(next.Add(1) - 1) {
 				p := w.pending[todo[k]]
 				headers[todo[k]] = w.sniff(p.t, p.c, p.st)
 			}
 		}()
 	}
 	wg.Wait()
+	if err := w.stopped(); err != nil {
+		return err
+	}
 	for i, p := range w.pending {
 		h := headers[i]
 		if !p.c.symlink && !queued[p.c.path] {
@@ -447,6 +471,7 @@ func (w *walker) addPending() {
 		w.addCandidate(p.t, p.l, p.st, p.c, p.ancestor, h)
 	}
 	w.pending = nil
+	return nil
 }
 
 // headersFor returns tree t's header cache, asking for it once (when the
@@ -523,6 +548,9 @@ func (w *walker) walkDir(t *Tree, dir string, isRoot bool, ancestor string) erro
 // subdirectories (a tree's project directories) are listed listers at a
 // time, then walked in order: the walk's result is the sequential one's.
 func (w *walker) walkListed(t *Tree, dir string, isRoot bool, ancestor string, l *listing, err error) error {
+	if err := w.stopped(); err != nil {
+		return err
+	}
 	if err != nil {
 		if isRoot {
 			return fmt.Errorf("walk: %w", err)
@@ -553,7 +581,7 @@ func (w *walker) walkListed(t *Tree, dir string, isRoot bool, ancestor string, l
 	var wg sync.WaitGroup
 	for range min(listers, len(subs)) {
 		wg.Go(func() {
-			for k := int(next.Add(1) - 1); k < len(subs); k = int(next.Add(1) - 1) {
+			for k := int(next.Add(1) - 1); k < len(subs) && w.ctx.Err() == nil; k = int(next.Add(1) - 1) {
 				lists[k], errs[k] = listDir(subs[k])
 			}
 		})
@@ -644,9 +672,29 @@ func (w *walker) addCandidate(t *Tree, l *listing, st string, c candidate, ances
 						filepath.Base(twin), st+SidecarSuffix)}
 			}
 		}
+		if s.Refusal == nil {
+			s.Refusal = badSessionID(s)
+		}
 	}
 	w.seen[c.path] = true
 	t.Sessions = append(t.Sessions, s)
+}
+
+// badSessionID refuses a version-3 session whose header id is not a UUID:
+// the reference refuses to write its manifest (FORMAT.md §5), whatever
+// reads it, so every command says so from the header alone (migrate found
+// it only after a first pass over the session, fsck never: issue 34). A
+// legacy header keeps its own refusal (upgrade it first).
+func badSessionID(s Session) *readers.RefusedError {
+	if s.HeaderID == "" || s.Version != 3 || wire.ValidUUID(s.HeaderID) {
+		return nil
+	}
+	line := int64(1) // the header
+	if s.Format == readers.FormatSQLitev1 {
+		line = 0
+	}
+	return &readers.RefusedError{Path: s.Path, Line: line, Class: readers.ClassBadSessionID,
+		Reason: fmt.Sprintf("session id %q is not a UUID: the reference's manifest requires one (pi allows custom ids); the session stays on its JSONL", s.HeaderID)}
 }
 
 // jsonlTwin returns the .jsonl session of the same stem, if there is one:

@@ -1,6 +1,9 @@
 package discover
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -598,5 +601,78 @@ func TestWalkHeaderCache(t *testing.T) {
 	}
 	if h.asked.Load() != 3 { // a, b and notes; never the symlink
 		t.Errorf("the cache was asked %d times, want 3", h.asked.Load())
+	}
+}
+
+// cancelOnFirst is a header cache that cancels the walk's context the
+// first time it is asked, and counts the headers asked for after that.
+type cancelOnFirst struct {
+	cancel context.CancelFunc
+	asked  atomic.Int64
+}
+
+func (c *cancelOnFirst) Header(rel string, key FileKey) (int, bool) {
+	if c.asked.Add(1) == 1 {
+		c.cancel()
+	}
+	return 0, false
+}
+
+// TestWalkContextStops (issue 34 §4): a walk whose context is done stops
+// between directories and between headers and says so (an error wrapping
+// context.Canceled), instead of listing and sniffing the rest of a large
+// tree after an interrupt.
+func TestWalkContextStops(t *testing.T) {
+	root := t.TempDir()
+	for d := range 20 {
+		for s := range 50 {
+			write(t, filepath.Join(root, fmt.Sprintf("--p%02d--", d), fmt.Sprintf("s%02d.jsonl", s)), header+entry)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := WalkContext(ctx, []string{root}, Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a walk with a done context: %v, want context.Canceled", err)
+	}
+
+	// Canceled while the headers are read: the walk stops there.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	cache := &cancelOnFirst{cancel: cancel}
+	_, err := WalkContext(ctx, []string{root}, Options{Headers: func(string) Headers { return cache }})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("a walk canceled while it reads headers: %v, want context.Canceled", err)
+	}
+	if n := cache.asked.Load(); n > sniffers+1 {
+		t.Errorf("%d headers read after the cancel, want at most one per sniffer", n-1)
+	}
+
+	// Not canceled: the same walk as Walk.
+	trees, err := WalkContext(context.Background(), []string{root}, Options{})
+	if err != nil || len(trees) != 1 || len(trees[0].Sessions) != 1000 {
+		t.Fatalf("WalkContext: %v, %d trees", err, len(trees))
+	}
+}
+
+// TestWalkRefusesANonUUIDSessionID (issue 34 §3): a version-3 session whose
+// header id is not a UUID is refused by discovery at its header, as the
+// reference refuses to write its manifest (FORMAT.md §5), so that migrate,
+// fsck and status give it the same verdict; a legacy header keeps its own
+// (upgrade first).
+func TestWalkRefusesANonUUIDSessionID(t *testing.T) {
+	root := t.TempDir()
+	custom := strings.Replace(header, "3f2b8c1e-9a4d-4e6f-8b2a-1c5d7e9f0a1b", "my-custom-session-id", 1)
+	write(t, filepath.Join(root, "--p--", "custom.jsonl"), custom+entry)
+	write(t, filepath.Join(root, "--p--", "legacy.jsonl"), strings.Replace(custom, `"version":3`, `"version":2`, 1)+entry)
+	write(t, filepath.Join(root, "--p--", "uuid.jsonl"), header+entry)
+	got := sessionsByRel(walkOne(t, root))
+	r := got[filepath.Join("--p--", "custom.jsonl")].Refusal
+	if r == nil || r.Class != readers.ClassBadSessionID || r.Line != 1 || !strings.Contains(r.Reason, "my-custom-session-id") {
+		t.Errorf("custom id: refusal %+v, want bad_session_id at line 1", r)
+	}
+	for _, name := range []string{"legacy.jsonl", "uuid.jsonl"} {
+		if r := got[filepath.Join("--p--", name)].Refusal; r != nil {
+			t.Errorf("%s: refused by discovery: %+v", name, r)
+		}
 	}
 }

@@ -387,8 +387,7 @@ func (s *Source) unchanged() error {
 }
 
 func (s *Source) changed(line int64) error {
-	return s.refuse(line, readers.ClassIO,
-		"source changed while it was read (is pi writing it without the session lock?)", nil)
+	return &readers.SourceChangedError{Path: s.path, Line: line, Detail: "its size or identity moved between the reads"}
 }
 
 func (s *Source) refuse(line int64, class readers.Class, reason string, err error) error {

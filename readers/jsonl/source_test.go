@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -237,7 +238,9 @@ func TestLegacySessions(t *testing.T) {
 	}
 }
 
-// TestChangedSource: a file that changes after Open is refused, not read.
+// TestChangedSource: a file that changes after Open is not read on: the
+// error says the source changed (readers.ErrSourceChanged), where, and is
+// no refusal (the reference would migrate the file as it is).
 func TestChangedSource(t *testing.T) {
 	p := writeFile(t, "s.jsonl", session(msg("a1", ""), msg("b2", "a1")))
 	s, err := Open(p, Options{})
@@ -254,7 +257,10 @@ func TestChangedSource(t *testing.T) {
 			break
 		}
 	}
-	mustRefuse(t, last, readers.ClassIO, 4, "source changed")
+	var sc *readers.SourceChangedError
+	if !errors.Is(last, readers.ErrSourceChanged) || !errors.As(last, &sc) || sc.Line != 4 || readers.AsRefused(last) != nil {
+		t.Fatalf("want the source changed at line 4, got %v", last)
+	}
 }
 
 // TestNotRegular: a symlink and a FIFO are refused, not followed or read.

@@ -201,7 +201,7 @@ func (b *Builder) synthesize(fetch Fetch) error {
 			return err
 		}
 		if e.HasID {
-			return b.refuse(b.posAt(int(i)), readers.ClassIO, "source changed while it was read: the entry now has an id")
+			return b.changed(b.posAt(int(i)), "the entry now has an id")
 		}
 		id, err := e.LegacyID(taken)
 		if err != nil {
@@ -313,14 +313,20 @@ func (b *Builder) refuse(pos int64, class readers.Class, reason string) error {
 	return &readers.RefusedError{Path: b.Path, Line: pos, Class: class, Reason: reason}
 }
 
+// changed is the error of a second pass that does not find what the first
+// one read (readers.ErrSourceChanged).
+func (b *Builder) changed(pos int64, detail string) error {
+	return &readers.SourceChangedError{Path: b.Path, Line: pos, Detail: detail}
+}
+
 // Resolve is the second pass: it is given the entries again, in the same
 // order, and returns each one's id (synthesized when the source had none,
 // in which case it is also set on e), after checking that the entry is the
 // one Finish checked. A mismatch means the source changed between the
-// passes: a *readers.RefusedError of class io.
+// passes: an error matching readers.ErrSourceChanged.
 func (b *Builder) Resolve(pos int64, e *payload.Entry) (id string, synthesized bool, err error) {
 	if !b.finished || b.cursor >= b.id.len() {
-		return "", false, b.refuse(pos, readers.ClassIO, "source changed while it was read: more entries than in the first pass")
+		return "", false, b.changed(pos, "more entries than in the first pass")
 	}
 	i := b.cursor
 	b.cursor++
@@ -328,7 +334,7 @@ func (b *Builder) Resolve(pos int64, e *payload.Entry) (id string, synthesized b
 	same := b.posAt(i) == pos && e.HasID == (flags&fExplicit != 0) && e.HasParent == (flags&fParent != 0) &&
 		(!e.HasID || e.ID == string(b.idOf(int32(i)))) && (!e.HasParent || e.ParentID == b.parentString(i))
 	if !same {
-		return "", false, b.refuse(pos, readers.ClassIO, "source changed while it was read: this entry differs from the first pass")
+		return "", false, b.changed(pos, "this entry differs from the first pass")
 	}
 	if !e.HasID {
 		id := b.idString(i)

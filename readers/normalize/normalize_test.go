@@ -1,6 +1,7 @@
 package normalize
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -117,8 +118,8 @@ func TestLongCycle(t *testing.T) {
 	}
 }
 
-// TestResolveMismatch: a second pass that differs from the first is an io
-// refusal.
+// TestResolveMismatch: a second pass that differs from the first means the
+// source changed while it was read (readers.ErrSourceChanged), no refusal.
 func TestResolveMismatch(t *testing.T) {
 	b := &Builder{Path: "p", Unit: "line"}
 	b.Add(2, 0, entry(t, "a", ""))
@@ -126,7 +127,7 @@ func TestResolveMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err := b.Resolve(2, entry(t, "b", ""))
-	if r := readers.AsRefused(err); r == nil || r.Class != readers.ClassIO {
+	if !errors.Is(err, readers.ErrSourceChanged) || readers.AsRefused(err) != nil {
 		t.Fatalf("%v", err)
 	}
 }
@@ -188,7 +189,7 @@ func TestBuilderAgreesWithModel(t *testing.T) {
 			for i := range n - 1 {
 				c.Resolve(int64(i+2), entry(t, ids[i], parents[i]))
 			}
-			if _, _, err := c.Resolve(int64(n+1), entry(t, ids[n-1], "")); readers.AsRefused(err) == nil {
+			if _, _, err := c.Resolve(int64(n+1), entry(t, ids[n-1], "")); !errors.Is(err, readers.ErrSourceChanged) {
 				t.Fatalf("seed %d: a lost parent in the second pass is not noticed", seed)
 			}
 		}

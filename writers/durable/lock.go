@@ -27,6 +27,9 @@ type Lock struct {
 	f    *os.File
 	o    Ops
 	tree bool
+	// holder: a tree lock's holder text was written (RecordHolder, or the
+	// takeover of a dead run's lock), so Unlock clears it.
+	holder bool
 }
 
 // LockFile takes an exclusive flock on path the way pi takes its session
@@ -85,9 +88,11 @@ func flock(f *os.File, how int) error {
 	}
 }
 
-// Unlock releases the lock. A tree lock's holder text is cleared first, so
-// that only a run that died holding it leaves a holder behind for
-// [Ops.StaleTreeLock] to report. Unlock of a released lock does nothing.
+// Unlock releases the lock. A tree lock's holder text, when one was
+// written, is cleared first, so that only a run that died holding it
+// leaves a holder behind for [Ops.StaleTreeLock] to report (a run that
+// wrote none leaves the file as it found it). Unlock of a released lock
+// does nothing.
 func (l *Lock) Unlock() error {
 	if l == nil || l.f == nil {
 		return nil
@@ -95,7 +100,7 @@ func (l *Lock) Unlock() error {
 	f := l.f
 	l.f = nil
 	var errs []error
-	if l.tree {
+	if l.tree && l.holder {
 		if err := unix.Ftruncate(int(f.Fd()), 0); err != nil {
 			errs = append(errs, &os.PathError{Op: "truncate", Path: f.Name(), Err: err})
 		} else if err := l.o.sync(f); err != nil {
@@ -133,10 +138,14 @@ func (e *TreeLockedError) Error() string {
 // TryLockTree takes the tree lock <tree>/.pisess/lock without waiting: two
 // pisess runs (cron and a person, say) must not work on one tree at once,
 // and the second should say who is in the way rather than queue behind
-// it. On success it records "pid=<pid> host=<host> started=<RFC 3339>" in
-// the file and returns the holder text it found there before: non-empty
-// only when an earlier run died holding the lock. When another run holds
-// it, it returns that run's holder text and a *[TreeLockedError].
+// it. It returns the holder text it found in the file: non-empty only when
+// an earlier run died holding the lock, whose text it then replaces with
+// its own at once (the takeover is a change). Otherwise it writes nothing:
+// the run records itself as the holder ([Lock.RecordHolder]) before it
+// first changes the tree, so that a run with nothing to do leaves the file
+// as it was (issue 34 §3: backup tools saw it change every 15 minutes).
+// When another run holds it, it returns that run's holder text and a
+// *[TreeLockedError].
 func (o Ops) TryLockTree(path string) (*Lock, string, error) {
 	f, created, err := o.openCreate(path, unix.O_RDWR)
 	if err != nil {
@@ -144,7 +153,7 @@ func (o Ops) TryLockTree(path string) (*Lock, string, error) {
 	}
 	err = flock(f, unix.LOCK_EX|unix.LOCK_NB)
 	if err == unix.EWOULDBLOCK {
-		holder := readHolder(f)
+		holder := heldBy(f)
 		f.Close()
 		return nil, holder, &TreeLockedError{Path: path, Holder: holder}
 	}
@@ -154,9 +163,11 @@ func (o Ops) TryLockTree(path string) (*Lock, string, error) {
 	}
 	l := &Lock{f: f, o: o, tree: true}
 	previous := readHolder(f)
-	if err := o.writeHolder(f); err != nil {
-		l.Unlock()
-		return nil, "", fmt.Errorf("tree lock %s: %w", path, err)
+	if previous != "" {
+		if err := l.RecordHolder(""); err != nil {
+			l.Unlock()
+			return nil, "", fmt.Errorf("tree lock %s: %w", path, err)
+		}
 	}
 	if created {
 		dir, _, _ := splitPath(path)
@@ -168,9 +179,29 @@ func (o Ops) TryLockTree(path string) (*Lock, string, error) {
 	return l, previous, nil
 }
 
-func (o Ops) writeHolder(f *os.File) error {
+// RecordHolder writes "pid=<pid> host=<host> started=<RFC 3339>" and, when
+// run is not "", " run=<run>" (its correlation id) into a tree lock's file,
+// once: later calls do nothing. A run calls it before its first change to
+// the tree, so that a run that dies after it leaves a stale holder naming
+// it. Not a tree lock: nothing.
+func (l *Lock) RecordHolder(run string) error {
+	if l == nil || l.f == nil || !l.tree || l.holder {
+		return nil
+	}
+	l.holder = true // whatever a failed write left, Unlock clears
+	if err := l.o.writeHolder(l.f, run); err != nil {
+		return fmt.Errorf("tree lock %s: %w", l.f.Name(), err)
+	}
+	return nil
+}
+
+func (o Ops) writeHolder(f *os.File, run string) error {
 	host, _ := os.Hostname()
-	text := fmt.Sprintf("pid=%d host=%s started=%s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
+	text := fmt.Sprintf("pid=%d host=%s started=%s", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
+	if run != "" {
+		text += " run=" + run
+	}
+	text += "\n"
 	if err := unix.Ftruncate(int(f.Fd()), 0); err != nil {
 		return &os.PathError{Op: "truncate", Path: f.Name(), Err: err}
 	}
@@ -181,6 +212,19 @@ func (o Ops) writeHolder(f *os.File) error {
 		return err
 	}
 	return o.sync(f)
+}
+
+// heldBy is the holder text of a held tree lock: the one it recorded, else
+// the pid of the process holding its flock when the system tells
+// (flockOwner).
+func heldBy(f *os.File) string {
+	if h := readHolder(f); h != "" {
+		return h
+	}
+	if pid := flockOwner(f); pid > 0 {
+		return fmt.Sprintf("pid=%d (holder not yet recorded)", pid)
+	}
+	return ""
 }
 
 // readHolder returns the trimmed holder text of a tree lock file (at most
@@ -213,13 +257,39 @@ func (o Ops) StaleTreeLock(path string) (holder string, stale bool, err error) {
 	holder = readHolder(f)
 	err = flock(f, unix.LOCK_SH|unix.LOCK_NB)
 	if err == unix.EWOULDBLOCK {
-		return holder, false, nil
+		return heldBy(f), false, nil
 	}
 	if err != nil {
 		return "", false, &os.PathError{Op: "flock", Path: path, Err: err}
 	}
 	_ = flock(f, unix.LOCK_UN)
 	return holder, holderPID(holder) > 0, nil
+}
+
+// LockHeld reports whether another open file holds the flock of path (pi's
+// session lock, say) at this instant, without creating the file or
+// waiting: a missing file is not held. Like StaleTreeLock it takes a
+// shared flock for an instant, during which a taker of the lock waits.
+func (o Ops) LockHeld(path string) (bool, error) {
+	f, err := o.openFile(path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := requireRegular(f); err != nil {
+		return false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	switch err := flock(f, unix.LOCK_SH|unix.LOCK_NB); {
+	case err == unix.EWOULDBLOCK:
+		return true, nil
+	case err != nil:
+		return false, &os.PathError{Op: "flock", Path: path, Err: err}
+	}
+	_ = flock(f, unix.LOCK_UN)
+	return false, nil
 }
 
 // holderPID returns the pid named by a tree lock's holder text, or 0.

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestLockFileTimeoutAcrossProcesses(t *testing.T) {
@@ -129,6 +132,86 @@ func TestTreeLock(t *testing.T) {
 	if readFile(t, path) != "" {
 		t.Fatal("holder text left after unlock")
 	}
+}
+
+// TestTreeLockWritesOnlyWhenTheRunChangesTheTree: a run that takes the tree
+// lock and records no holder (it changed nothing) leaves the file exactly
+// as it found it; one that records itself names its run, and its unlock
+// clears the text; the takeover of a dead run's lock replaces the dead
+// holder at once (issue 34 §3: every run rewrote the file).
+func TestTreeLockWritesOnlyWhenTheRunChangesTheTree(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".pisess")
+	if err := OS.MkdirPrivate(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "lock")
+	l, _, err := OS.TryLockTree(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Unlock()
+	var before unix.Stat_t
+	if err := unix.Lstat(path, &before); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	l, previous, err := OS.TryLockTree(path)
+	if err != nil || previous != "" {
+		t.Fatalf("TryLockTree = %q, %v", previous, err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	var after unix.Stat_t
+	if err := unix.Lstat(path, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Size != 0 || after.Mtim != before.Mtim || after.Ctim != before.Ctim || after.Ino != before.Ino {
+		t.Fatalf("a run that recorded no holder changed the lock file: %+v → %+v", before, after)
+	}
+
+	l, _, err = OS.TryLockTree(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RecordHolder("run-0001-holder"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RecordHolder("run-0001-again"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, path); !strings.HasPrefix(got, fmt.Sprintf("pid=%d ", os.Getpid())) || !strings.HasSuffix(got, " run=run-0001-holder\n") {
+		t.Fatalf("holder text %q", got)
+	}
+	l.Unlock()
+	if readFile(t, path) != "" {
+		t.Fatal("holder text left after unlock")
+	}
+
+	// A holder that has not recorded itself yet is named all the same,
+	// where the system says who holds the flock (Linux: /proc/locks).
+	h := startHolder(t, "hold-tree-lock", path, "unlock", "unrecorded")
+	_, holder, err := OS.TryLockTree(path)
+	if want := fmt.Sprintf("pid=%d (holder not yet recorded)", h.cmd.Process.Pid); runtime.GOOS == "linux" && holder != want {
+		t.Errorf("TryLockTree of an unrecorded holder's lock = %q, %v; want %q", holder, err, want)
+	}
+	if got, stale, _ := OS.StaleTreeLock(path); stale || got != holder {
+		t.Errorf("StaleTreeLock of an unrecorded holder's lock = %q %v, want %q", got, stale, holder)
+	}
+	h.release(t)
+
+	dead := "pid=2147483000 host=gone started=2026-01-01T00:00:00Z run=dead-run-0001\n"
+	if err := os.WriteFile(path, []byte(dead), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, previous, err = OS.TryLockTree(path)
+	if err != nil || previous != strings.TrimSpace(dead) {
+		t.Fatalf("TryLockTree over a dead run's lock = %q, %v", previous, err)
+	}
+	if got := readFile(t, path); !strings.HasPrefix(got, fmt.Sprintf("pid=%d ", os.Getpid())) {
+		t.Fatalf("the dead holder was not replaced at the takeover: %q", got)
+	}
+	l.Unlock()
 }
 
 func TestStaleTreeLockMissing(t *testing.T) {

@@ -48,6 +48,11 @@ func runHelper(name string, args []string) error {
 		if err != nil {
 			return err
 		}
+		if len(args) < 3 || args[2] != "unrecorded" {
+			if err := l.RecordHolder("helper-run-0001"); err != nil {
+				return err
+			}
+		}
 		fmt.Println("locked")
 		io.Copy(io.Discard, os.Stdin)
 		if args[1] == "die" {

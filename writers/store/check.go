@@ -121,6 +121,21 @@ type Summary struct {
 // every payload byte, with the chain over payloads it knows are sound.
 func (s *Store) CheckSummary() ([]Problem, Summary) { return s.checkSummary(rowsKept) }
 
+// CheckOpen is Check as deep as pi's open of a large store goes (the
+// reference hydrates lazily above 10,000 entries and reads the active path
+// only): every index row parsed and checked against the sequence rules and
+// its segment (bounds, contiguity, each segment's bytes exactly covered,
+// no segment without rows, the 64 MiB limit), the manifest against the
+// index (counters, segment count, head, last CRC), and the last frame of
+// every segment read and checked against its row (CRC, document,
+// coordinates). Frames in between are not read, so nothing is recomputed
+// from them (chain, message counters, parents): Check does that.
+func (s *Store) CheckOpen() []Problem {
+	c := &checker{s: s, segs: map[uint64]*segInfo{}, fastFrames: true, rowsKept: rowsKept, lastFramesOnly: true}
+	c.check()
+	return c.problems
+}
+
 // checkSummary is CheckSummary keeping at most keep index rows in memory
 // (checker.rows).
 func (s *Store) checkSummary(keep int) ([]Problem, Summary) {
@@ -212,13 +227,16 @@ type checker struct {
 	// fastFrames reads frames in the writer's exact form without parsing
 	// their payloads (CheckSummary).
 	fastFrames bool
-	framesOK   bool // every row's frame read and verified
-	chain      string
-	bytes      uint64
-	digest     wire.EntryDigest
-	counters   wire.Counters
-	idAt       map[uint64]string // entry id at each checkpoint head
-	chainAt    map[uint64]string // chain after each checkpoint head
+	// lastFramesOnly reads only the last frame of each segment
+	// (CheckOpen); framesOK is then false.
+	lastFramesOnly bool
+	framesOK       bool // every row's frame read and verified
+	chain          string
+	bytes          uint64
+	digest         wire.EntryDigest
+	counters       wire.Counters
+	idAt           map[uint64]string // entry id at each checkpoint head
+	chainAt        map[uint64]string // chain after each checkpoint head
 
 	checkpoints []checkpointDoc
 }
@@ -482,10 +500,18 @@ func (c *checker) checkFrames() {
 		}
 	}()
 	var prevSeg uint64
+	// last is the last sound row of the segment being checked, whose frame
+	// lastFramesOnly reads once the segment's rows are done.
+	var last *lastRow
+	defer func() { c.checkLastFrame(last) }()
 	for i, r := range c.allRows() {
 		sg := c.segs[r.SegmentSeq]
 		newSeg := i == 0 || r.SegmentSeq != prevSeg
 		prevSeg = r.SegmentSeq
+		if newSeg && last != nil {
+			c.checkLastFrame(last)
+			last = nil
+		}
 		if newSeg {
 			known, wantFrame, wantOff = true, 1, 0
 			if sg != nil && sg.usable && sg.size > c.s.max {
@@ -537,6 +563,10 @@ func (c *checker) checkFrames() {
 			continue
 		}
 		known, wantFrame, wantOff = true, r.FrameSeq+1, end
+		if c.lastFramesOnly {
+			last = &lastRow{r, sg}
+			continue
+		}
 		if open == nil || open.seq != sg.seq {
 			if open != nil {
 				open.f.Close()
@@ -581,6 +611,38 @@ func (c *checker) checkFrames() {
 		}
 		c.bytes += r.ByteLength
 		c.account(i, f, wanted)
+	}
+}
+
+// lastRow is a row whose frame CheckOpen reads: the last of its segment.
+type lastRow struct {
+	r  indexedRow
+	sg *segInfo
+}
+
+// checkLastFrame reads and checks the frame of l (nil: none), and leaves
+// framesOK false: CheckOpen reads no other frame.
+func (c *checker) checkLastFrame(l *lastRow) {
+	if !c.lastFramesOnly {
+		return
+	}
+	c.framesOK = false
+	if l == nil {
+		return
+	}
+	r, sg := l.r, l.sg
+	p := Problem{Path: sg.path, Segment: sg.seq, Offset: int64(min(r.ByteOffset, 1<<62)), Line: r.line}
+	line, err := c.readSegment(sg, int64(r.ByteOffset), int64(r.ByteLength))
+	if err == nil {
+		_, err = c.frame(line, r.IndexRow)
+	}
+	if err != nil {
+		p.Class, p.Detail = ClassBadDocument, err.Error()
+		if errors.Is(err, wire.ErrChecksum) {
+			p.Class = ClassCRCMismatch
+		}
+		c.add(p)
+		sg.troubled = true
 	}
 }
 

@@ -93,6 +93,14 @@ func (w *Writer) Has(id string) bool {
 	return w.graph.Has(id)
 }
 
+// frameDamaged is the error of a base frame that does not match its row:
+// not resumable, and damage (wire.ErrChecksum), which the caller's full
+// rebuild must not take for a store merely in another form.
+func frameDamaged(row wire.IndexRow) error {
+	return fmt.Errorf("segment %d offset %d: the frame does not match its row's CRC-32C: %w: %w",
+		row.SegmentSeq, row.ByteOffset, wire.ErrChecksum, ErrNotResumable)
+}
+
 func notResumable(format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrNotResumable)
 }
@@ -455,7 +463,7 @@ func (c *baseCopy) copyFrame(row wire.IndexRow, n uint64, buf []byte) ([]byte, e
 		return buf, notResumable("segment %d: %v", row.SegmentSeq, err)
 	}
 	if wire.CRC32C(buf) != row.CRC32C {
-		return buf, notResumable("segment %d offset %d: the frame does not match its row's CRC-32C", row.SegmentSeq, row.ByteOffset)
+		return buf, frameDamaged(row)
 	}
 	h, ok := wire.ParseFrameHead(buf)
 	if !ok || h.SegmentSeq != row.SegmentSeq || h.FrameSeq != row.FrameSeq || h.EntrySeq != row.EntrySeq || h.EntryID != row.EntryID {
@@ -536,7 +544,7 @@ func (c *baseCopy) vouchedFrame(row wire.IndexRow) error {
 		need -= k
 	}
 	if wire.FormatCRC32C(crc) != row.CRC32C {
-		return notResumable("segment %d offset %d: the frame does not match its row's CRC-32C", row.SegmentSeq, row.ByteOffset)
+		return frameDamaged(row)
 	}
 	return nil
 }
