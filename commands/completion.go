@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -42,10 +43,14 @@ func complete(app *cli.App, words []string) (out []candidate, files bool) {
 	arity := global
 	var cmd *cli.Command
 	var pending string // a flag waiting for its value
+	var trees []string // rollback's --tree values, whose journals name the runs
 	dashdash, positional := false, 0
 	for _, w := range before {
 		switch {
 		case pending != "":
+			if pending == "tree" {
+				trees = append(trees, w)
+			}
 			pending = ""
 		case dashdash || !isFlag(w):
 			if cmd == nil && !dashdash {
@@ -67,6 +72,9 @@ func complete(app *cli.App, words []string) (out []candidate, files bool) {
 		case w == "--":
 			dashdash = true
 		default:
+			if v, ok := strings.CutPrefix(w, "--tree="); ok {
+				trees = append(trees, v)
+			}
 			groups, needsNext := splitShort(w, arity)
 			if needsNext {
 				pending = flagName(groups[len(groups)-1][0])
@@ -93,6 +101,14 @@ func complete(app *cli.App, words []string) (out []candidate, files bool) {
 		}
 		return nil, false
 	}
+	toCheckpoint := slices.ContainsFunc(before, func(w string) bool {
+		return isFlag(w) && flagName(strings.SplitN(w, "=", 2)[0]) == "to-checkpoint"
+	})
+	if cmd.Name == "rollback" && positional == 0 && !toCheckpoint {
+		// rollback's argument is a run: the correlation ids its trees'
+		// journals hold (of the default tree without --tree), newest first.
+		return runCandidates(trees, cur), false
+	}
 	if words, ok := argValues[cmd.Name]; ok {
 		if positional == 0 {
 			return prefixed(words, "", cur), false
@@ -100,6 +116,26 @@ func complete(app *cli.App, words []string) (out []candidate, files bool) {
 		return nil, false
 	}
 	return nil, cmd.ArgsUsage != ""
+}
+
+// runCandidates are the correlation ids of the runs the journals of trees
+// (paths inside them; the default tree when none) record, newest first,
+// each with its command and start time; what cannot be read offers
+// nothing.
+func runCandidates(trees []string, cur string) []candidate {
+	rep, err := engine.Runs(context.Background(), engine.RunsOptions{Paths: trees})
+	if err != nil {
+		return nil
+	}
+	var out []candidate
+	for _, t := range rep.Trees {
+		for i := len(t.Runs) - 1; i >= 0; i-- {
+			if r := t.Runs[i]; strings.HasPrefix(r.CorrelationID, cur) {
+				out = append(out, candidate{r.CorrelationID, strings.TrimSpace(r.Command + " " + r.Start)})
+			}
+		}
+	}
+	return out
 }
 
 // commandCandidates are the commands (not their aliases) and help.

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -477,6 +478,7 @@ func TestCompletionWords(t *testing.T) {
 		{words: []string{"--log-level=de"}, want: []string{"--log-level=debug"}, onlyWants: true},
 		{words: []string{"--log-file", ""}, files: true},
 		{words: []string{"rollback", "--tree", ""}, files: true},
+		{words: []string{"rollback", "--to-checkpoint", "3", ""}, files: true},
 		{words: []string{"migrate", "--jobs", ""}},
 		{words: []string{"help", "fs"}, want: []string{"fsck"}, onlyWants: true},
 		{words: []string{"migrate", "--", "-"}, files: true},
@@ -680,5 +682,46 @@ func TestCompleteCommandOutput(t *testing.T) {
 		if !strings.HasPrefix(l, "--") || strings.Count(l, "\t") != 1 || strings.Contains(l, "`") {
 			t.Errorf("line %q", l)
 		}
+	}
+}
+
+// TestCompletionRunIDs: rollback's argument completes to the runs its
+// trees' journals record, newest first, whichever way --tree is given.
+func TestCompletionRunIDs(t *testing.T) {
+	root, _ := placeSession(t, exampleSession, "s.jsonl")
+	var ids []string
+	for range 2 {
+		r := pisess(t, "migrate", "--force", "--json", root)
+		var env struct {
+			CorrelationID string `json:"correlationId"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &env); err != nil || env.CorrelationID == "" {
+			t.Fatalf("migrate: %v: %s", err, r)
+		}
+		ids = append(ids, env.CorrelationID)
+	}
+	app := (&run{}).app()
+	for _, words := range [][]string{
+		{"rollback", "--tree", root, ""},
+		{"rollback", "--tree=" + root, ""},
+		{"--log-level", "warn", "rollback", "--tree", root, ""},
+	} {
+		cands, files := complete(app, words)
+		var got []string
+		for _, c := range cands {
+			got = append(got, c.word)
+		}
+		if files || !slices.Equal(got, []string{ids[1], ids[0]}) {
+			t.Errorf("%q: got %q (files %v), want the two runs newest first %q", words, got, files, []string{ids[1], ids[0]})
+		}
+	}
+	cands, _ := complete(app, []string{"rollback", "--tree", root, ids[0][:len(ids[0])-1]})
+	if len(cands) != 1 || cands[0].word != ids[0] || !strings.Contains(cands[0].help, "migrate") {
+		t.Errorf("prefix: %+v", cands)
+	}
+	// The default tree (PI_SESSIONS_DIR) without --tree.
+	t.Setenv("PI_SESSIONS_DIR", root)
+	if cands, _ := complete(app, []string{"rollback", ""}); len(cands) != 2 {
+		t.Errorf("default tree: %+v", cands)
 	}
 }
