@@ -13,6 +13,7 @@ import (
 
 	"pisess/fixtures"
 	"pisess/fixtures/trees"
+	"pisess/writers/durable"
 )
 
 // runOf returns the run id of `pisess runs --json` over tree, failing
@@ -392,12 +393,12 @@ func TestNoopRunLeavesTheTreeLockAlone(t *testing.T) {
 		t.Fatalf("migrate: %s", r)
 	}
 	lock := filepath.Join(tree, ".pisess", "lock")
-	stat := func() syscall.Stat_t {
+	stat := func() durable.FileStat {
 		var st syscall.Stat_t
 		if err := syscall.Lstat(lock, &st); err != nil {
 			t.Fatal(err)
 		}
-		return st
+		return durable.StatOfSys(&st)
 	}
 	for _, args := range [][]string{{"migrate", "-q", tree}, {"fsck", "-q", tree}, {"prune", "-q", "--keep-within", "720h", tree}} {
 		before := stat()
@@ -406,9 +407,9 @@ func TestNoopRunLeavesTheTreeLockAlone(t *testing.T) {
 			t.Fatalf("%v: %s", args, r)
 		}
 		after := stat()
-		if after.Ino != before.Ino || after.Size != before.Size || after.Mtim != before.Mtim || after.Ctim != before.Ctim {
+		if after.Ino != before.Ino || after.Size != before.Size || after.Mtime != before.Mtime || after.Ctime != before.Ctime {
 			t.Errorf("pisess %s with nothing to do changed .pisess/lock: size %d→%d, mtime %v→%v, ctime %v→%v", args[0],
-				before.Size, after.Size, before.Mtim, after.Mtim, before.Ctim, after.Ctim)
+				before.Size, after.Size, before.Mtime, after.Mtime, before.Ctime, after.Ctime)
 		}
 	}
 }

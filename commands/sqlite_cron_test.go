@@ -6,11 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"pisess/ledger"
+
+	"golang.org/x/sys/unix"
 )
 
 // sqliteWriter is a pi SQLite session (FORMAT.md §10) and one connection
@@ -174,13 +175,13 @@ func TestSQLiteWALCommitsMakeTheSidecarStale(t *testing.T) {
 		}
 	}
 
-	var before syscall.Stat_t
-	if err := syscall.Stat(db, &before); err != nil {
+	var before unix.Stat_t
+	if err := unix.Stat(db, &before); err != nil {
 		t.Fatal(err)
 	}
 	w.add(t, 30)
-	var after syscall.Stat_t
-	if err := syscall.Stat(db, &after); err != nil {
+	var after unix.Stat_t
+	if err := unix.Stat(db, &after); err != nil {
 		t.Fatal(err)
 	}
 	if after.Size != before.Size || after.Mtim != before.Mtim || after.Ctim != before.Ctim {

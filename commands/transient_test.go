@@ -9,8 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Issue 32 §2: a passing I/O error is a failure of the run that met it
@@ -298,11 +299,10 @@ func TestRefusalCacheDropsTransientEntries(t *testing.T) {
 		"a.jsonl": {"io", "open: open " + filepath.Join(dir, "a.jsonl") + ": too many open files"},
 		"b.jsonl": {"locked", "another process holds an exclusive lock on the database (waited 5s)"},
 	} {
-		fi, err := os.Lstat(filepath.Join(dir, n))
-		if err != nil {
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(dir, n), &st); err != nil {
 			t.Fatal(err)
 		}
-		st := fi.Sys().(*syscall.Stat_t)
 		sessions["--p--/"+n] = map[string]any{
 			"identity": map[string]any{"dev": st.Dev, "ino": st.Ino, "size": st.Size,
 				"mtimeNs": st.Mtim.Nano(), "ctimeNs": st.Ctim.Nano()},

@@ -10,6 +10,7 @@ import (
 
 	"pisess/readers"
 	"pisess/readers/discover"
+	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
 
@@ -27,12 +28,11 @@ const stagingIDLen = 32
 
 // stagingNameRefusal returns the refusal of a session whose staging
 // directory, <stem>.v2.staging.<id> beside it, would be a name longer than
-// its file system allows (statfs's f_namelen), or nil.
+// its file system allows (durable.NameMax), or nil.
 func stagingNameRefusal(sessionPath string) *readers.RefusedError {
 	sidecar := filepath.Base(discover.SidecarPath(sessionPath))
 	n := len(sidecar) + len(".staging.") + stagingIDLen
-	var st unix.Statfs_t
-	if err := unix.Statfs(filepath.Dir(sessionPath), &st); err != nil || st.Namelen <= 0 || int64(n) <= int64(st.Namelen) {
+	if max := durable.NameMax(filepath.Dir(sessionPath)); max <= 0 || n <= max {
 		return nil
 	}
 	return readers.NameTooLong(sessionPath, sidecar, n, unix.ENAMETOOLONG)
