@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"pisess/commands/engine"
+	"pisess/verify"
 )
 
 func fsckCommand(r *run) *cli.Command {
@@ -151,7 +152,7 @@ func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 	}
 	t := rep.Totals
 	var classes []string
-	for _, c := range engine.ClassOrder(t.Classes) {
+	for _, c := range verify.ClassOrder(t.Classes) {
 		classes = append(classes, fmt.Sprintf("%d %s", t.Classes[c], c))
 	}
 	fmt.Fprintf(w, "%d session(s)", t.Sessions)

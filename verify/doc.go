@@ -22,6 +22,10 @@
 // [Verified] combines the last three for a staging store about to be cut
 // over and returns a [Passed], a proof that only this package can make:
 // rollback.Cutover takes one, so no unverified store can be installed.
+// [Sidecar] combines them for an installed sidecar, as `pisess verify`
+// reports it (a [Verdict]); [StatusOf] is a session's line of `pisess
+// status` ([Status], or the fresh cache's word, with the session's name),
+// and [ClassOrder] the order reports list the classes in.
 //
 // Two more questions are pisess's own:
 //

@@ -114,6 +114,22 @@ func SidecarPath(sessionPath string) string {
 	return filepath.Join(dir, stem(name)+SidecarSuffix)
 }
 
+// SessionOfSidecar maps <stem>.v2 to its session file (<stem>.jsonl, else
+// <stem>.sqlite); ok is false when path is not a sidecar's name or neither
+// file exists.
+func SessionOfSidecar(path string) (string, bool) {
+	stem, ok := strings.CutSuffix(filepath.Clean(path), SidecarSuffix)
+	if !ok {
+		return "", false
+	}
+	for _, ext := range []string{ExtJSONL, ExtSQLite} {
+		if _, err := os.Lstat(stem + ext); err == nil {
+			return stem + ext, true
+		}
+	}
+	return "", false
+}
+
 // LockPath returns the session lock file, <session path>.lock.
 func LockPath(sessionPath string) string { return sessionPath + ".lock" }
 

@@ -4,7 +4,9 @@
 // siblings an interrupted run may have left, and its <path>.lock, and says
 // up front which sessions pisess must refuse because pi could never open
 // their sidecar (a symlinked session file, a symlinked ancestor directory)
-// or because two sessions would claim the same sidecar.
+// or because two sessions would claim the same sidecar. The names are its
+// too: SidecarPath, LockPath, and back from a sidecar to its session
+// (SessionOfSidecar).
 //
 // Discovery only reads directory entries and the first line or header row
 // of candidate files. It follows no symlink: a symlinked session file is
