@@ -69,7 +69,7 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 	case s.ReadError != nil:
 		return unreadHeader(s, p, s.ReadError)
 	case s.Format == readers.FormatJSONLv3 && s.Version != 3:
-		r := legacyRefusal(s)
+		r := upgrade.LegacyRefusal(s.Path, s.Version)
 		if r.Transient() {
 			return unreadHeader(s, p, r)
 		}
@@ -814,35 +814,4 @@ func firstFindings(list []verify.Finding, n int) string {
 		parts = append(parts, f.String())
 	}
 	return strings.Join(parts, "; ")
-}
-
-// legacyRefusal says why the reference will not migrate a JSONL session
-// whose header is not a plain version 3 (or returns the transient error
-// that kept it from reading the header), and whether `pisess upgrade` can
-// help: only when pi itself reads the file as version 1 or 2 (pi's rule:
-// the last "version" member, `version ?? 1`, below 3) does pi rewrite it,
-// and so can the upgrade. The reason is the reference's own (a duplicate
-// member, a version it does not know), not a guess from the first member.
-func legacyRefusal(s discover.Session) *readers.RefusedError {
-	class, reason := readers.ClassUnsupportedVer, fmt.Sprintf("header version %d: the reference migrates version 3 only", s.Version)
-	if s.Version == 0 {
-		reason = "no header version (a version 1 file): the reference migrates version 3 only"
-	}
-	if _, _, err := jsonl.Sniff(s.Path); err != nil {
-		if r := readers.AsRefused(err); r != nil {
-			if r.Transient() {
-				return r // no verdict: the header could not be read now
-			}
-			class, reason = r.Class, r.Reason
-		}
-	}
-	switch v, err := upgrade.Sniff(s.Path); {
-	case err != nil:
-		reason += "; pi cannot read its header either (" + err.Error() + ")"
-	case v == 1 || v == 2:
-		reason += fmt.Sprintf("; pi reads it as version %d and rewrites it as version 3 when it opens it: `pisess upgrade %s` does the same now", v, s.Path)
-	default:
-		reason += "; pi reads it as a current file and never rewrites it, so `pisess upgrade` cannot help: only a new session (or an edit of the header) can"
-	}
-	return &readers.RefusedError{Path: s.Path, Line: 1, Class: class, Reason: reason}
 }
