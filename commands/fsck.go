@@ -119,7 +119,7 @@ func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 	fmt.Fprintln(w, mode)
 	// -q: only the problems left; default: every finding; -v: every
 	// session too.
-	shown := func(f engine.FsckFinding) bool { return !v.quiet || !f.Notice && !f.Repaired }
+	shown := func(f verify.FsckFinding) bool { return !v.quiet || !f.Notice && !f.Repaired }
 	for _, t := range rep.Trees {
 		fmt.Fprintf(w, "tree %s: %d session(s)\n", t.Root, len(t.Sessions))
 		for _, f := range t.Findings {
@@ -128,7 +128,7 @@ func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 			}
 		}
 		for _, s := range t.Sessions {
-			var fs []engine.FsckFinding
+			var fs []verify.FsckFinding
 			for _, f := range s.Findings {
 				if shown(f) {
 					fs = append(fs, f)
@@ -172,7 +172,7 @@ func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 // renderFinding prints a finding with its path relative to the tree root
 // (as every path of a text report): "[code] path (where): detail", then
 // what repairs it.
-func renderFinding(w io.Writer, indent, root string, f engine.FsckFinding) {
+func renderFinding(w io.Writer, indent, root string, f verify.FsckFinding) {
 	state := "problem"
 	switch {
 	case f.Notice:

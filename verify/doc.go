@@ -32,9 +32,10 @@
 //   - What does fsck find? [CheckSession] is fsck's examination of one
 //     session (the class, the verification against the source, the
 //     leftovers of an interrupted run) as [FsckFinding]s, each with the
-//     [RepairAction] that mends it; [StaleLockFinding], [JournalFindings]
-//     and [OrphanFindings] are a tree's own. rollback.Repairer acts on
-//     them; this package only finds.
+//     [RepairAction] that mends it; [StaleLockFinding], [JournalFindings],
+//     [OrphanFindings] and [MendedFindings] are a tree's own, and
+//     [SumFsck] totals them. rollback.Repairer acts on them; this package
+//     only finds.
 //   - Is a verdict of an earlier run still good? [FreshCache] judges the
 //     fresh cache's entries (kept by ledger.FreshCache) by the metadata
 //     digests of the files they name ([MetaDigest], [SourceDigest], a
