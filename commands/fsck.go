@@ -165,7 +165,7 @@ func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 		for _, t := range rep.Trees {
 			roots = append(roots, t.Root)
 		}
-		fmt.Fprintf(w, "run %s to repair what can be repaired\n", engine.RepairHint(roots))
+		fmt.Fprintf(w, "run %s to repair what can be repaired\n", repairHint(roots))
 	}
 }
 

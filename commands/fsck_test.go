@@ -116,7 +116,7 @@ func TestFsckDamageRepairRoundTrip(t *testing.T) {
 			writeRollbackIntent(t, tr.sidecar, 5)
 		}},
 		{name: "stale tree lock", code: verify.CodeTreeStaleLock, damage: func(t *testing.T, tr fsckTree) {
-			if err := os.WriteFile(engine.TreeLockPath(tr.root), []byte("pid=2147483 host=gone started=2026-01-01T00:00:00Z\n"), 0o600); err != nil {
+			if err := os.WriteFile(ledger.TreeLockPath(tr.root), []byte("pid=2147483 host=gone started=2026-01-01T00:00:00Z\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -340,7 +340,7 @@ func totalled(rep engine.FsckReport) engine.FsckReport {
 // or without --repair) exit 32 and name the holder.
 func TestFsckTreeLocked(t *testing.T) {
 	tr := newFsckTree(t)
-	l, _, err := durable.OS.TryLockTree(engine.TreeLockPath(tr.root))
+	l, _, err := durable.OS.TryLockTree(ledger.TreeLockPath(tr.root))
 	if err != nil {
 		t.Fatal(err)
 	}

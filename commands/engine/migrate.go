@@ -501,7 +501,7 @@ func (r *migrateRun) now() time.Time {
 // lock (lockAndHeal). A walk again reads the caches again.
 func (r *migrateRun) walk(ctx context.Context) ([]discover.Tree, error) {
 	r.cachesOf, r.generations = map[string]*treeCaches{}, map[string]string{}
-	trees, err := walkRootsWith(ctx, r.opt.Paths, discover.Options{Headers: func(root string) discover.Headers {
+	trees, err := discover.WalkPaths(ctx, r.opt.Paths, discover.Options{Headers: func(root string) discover.Headers {
 		if r.cachesOf[root] == nil {
 			r.generations[root] = ledger.Generation(root)
 			r.cachesOf[root] = loadTreeCaches(root, r.judges)
@@ -909,33 +909,6 @@ func checkMigrateOptions(opt *MigrateOptions) error {
 		return Usagef("--jobs %d: want a positive number", opt.Jobs)
 	}
 	return nil
-}
-
-// walkRoots discovers the trees under paths (the default tree when none).
-func walkRoots(ctx context.Context, paths []string) ([]discover.Tree, error) {
-	return walkRootsWith(ctx, paths, discover.Options{})
-}
-
-// walkRootsWith is walkRoots with discovery's options. The walk stops
-// when ctx is done (issue 34 §4: an interrupt went on listing the tree).
-func walkRootsWith(ctx context.Context, paths []string, opt discover.Options) ([]discover.Tree, error) {
-	if len(paths) == 0 {
-		roots, err := discover.DefaultRoots()
-		if err != nil {
-			return nil, fmt.Errorf("default session tree: %w", err)
-		}
-		paths = roots
-	}
-	for _, p := range paths {
-		if _, err := os.Lstat(p); err != nil {
-			return nil, fmt.Errorf("session tree %s: %w", p, err)
-		}
-	}
-	trees, err := discover.WalkContext(ctx, paths, opt)
-	if err != nil {
-		return nil, fmt.Errorf("discover sessions: %w", err)
-	}
-	return trees, nil
 }
 
 // lockTrees takes every tree's lock, or none: a run never works on a tree

@@ -75,7 +75,7 @@ func Upgrade(ctx context.Context, opt UpgradeOptions) (UpgradeReport, error) {
 	}
 	log := zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger()
 	rep := UpgradeReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Files: []upgrade.Result{}}
-	trees, err := walkRoots(ctx, opt.Paths)
+	trees, err := discover.WalkPaths(ctx, opt.Paths, discover.Options{})
 	if err != nil {
 		return rep, err
 	}

@@ -17,5 +17,7 @@
 // It also says where sessions are by default: a user's own default tree
 // (DefaultRoots, from the environment), and for root's --all-users every
 // account's (Accounts, from the system's user database through getent,
-// which it runs; UserDefaultRoot).
+// which it runs; UserDefaultRoot); and which tree a path belongs to
+// (TreeRoot, TreeRoots). WalkPaths walks the paths of a command line, the
+// default tree when there are none.
 package discover
