@@ -145,7 +145,7 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 	case verify.ClassUnmigrated:
 		p.action, p.reason = PlanMigrate, "no sidecar"
 	case verify.ClassCorrupt:
-		if onlyInvalidSourceState(st.Findings) {
+		if verify.OnlySourceStateInvalid(st.Findings) {
 			// pi's resume reads an invalid source-state.json as stale
 			// (FORMAT.md §8), and the Rust pi rewrites it in place under
 			// the session lock, which this plan does not hold: caught
@@ -186,17 +186,6 @@ func unreadHeader(s discover.Session, p plan, r *readers.RefusedError) plan {
 	}
 	p.failure = &ErrorInfo{Class: string(wire.ErrorClassIOFailure), Message: r.Error(), Line: r.Line}
 	return p
-}
-
-// onlyInvalidSourceState reports whether the only findings are an invalid
-// source-state.json: a store otherwise sound.
-func onlyInvalidSourceState(list []verify.Finding) bool {
-	for _, f := range list {
-		if f.Code != verify.CodeSourceStateInvalid {
-			return false
-		}
-	}
-	return len(list) > 0
 }
 
 // planned is the result of a session before anything is done.
@@ -499,7 +488,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	if s.Format == readers.FormatSQLitev1 && !env.DryRun {
 		// The sidecar this build replaces, judged by its entries once it
 		// is displaced (rollback.Displaced.Database).
-		sopt.PrefixEntries = sidecarEntries(x.sidecar)
+		sopt.PrefixEntries = store.ManifestEntries(x.sidecar)
 	}
 	st, err := writers.Stage(ctx, src, staging, sopt)
 	res.prefixEntries, res.prefixChain, res.headerID = sopt.PrefixEntries, st.PrefixChain, src.Header().ID
@@ -560,7 +549,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		return res
 	}
 
-	return x.install(ctx, res, staging, passed, v, uid, gid, func() error { return sourceUnchanged(s.Path, rec) }, st, &keep)
+	return x.install(ctx, res, staging, passed, v, uid, gid, func() error { return verify.SourceUnchanged(s.Path, rec) }, st, &keep)
 }
 
 // openSeal opens the session's seal (durable.Seal) on dir, the store
@@ -711,20 +700,6 @@ func (x *session) storeEvents(v wire.Verification) []wire.MigrationEvent {
 	return evs
 }
 
-// sidecarEntries is the entry count the manifest of the sidecar at dir
-// states, 0 when there is none to read.
-func sidecarEntries(dir string) uint64 {
-	st, err := store.Open(dir, store.ReadOptions{OnceManifest: true})
-	if err != nil {
-		return 0
-	}
-	m, err := st.Manifest()
-	if err != nil {
-		return 0
-	}
-	return m.Counters.EntriesTotal
-}
-
 // sourceFingerprint fills rec's fingerprint: the one a JSONL source took
 // while it was read, or fp, taken before the read.
 func (x *session) sourceFingerprint(src readers.Source, fp *wire.SourceFingerprint, rec *verify.Staged) error {
@@ -743,41 +718,6 @@ func (x *session) sourceFingerprint(src readers.Source, fp *wire.SourceFingerpri
 	rec.Fingerprint, rec.Info = f, js.FileInfo()
 	x.prefix = js.Prefix()
 	return nil
-}
-
-// sourceUnchanged checks, just before the cutover, that the source is still
-// what the sidecar will claim: by its status when the read took it (any
-// write moves the change time), else by hashing it again.
-func sourceUnchanged(path string, rec verify.Staged) error {
-	stale := &readers.SourceChangedError{Path: path, Detail: "it moved between the read and the cutover"}
-	if rec.Info != nil {
-		now, err := os.Lstat(path)
-		if err != nil {
-			return fmt.Errorf("%w (%v)", stale, err)
-		}
-		if !verify.SameStatus(rec.Info, now) {
-			return stale
-		}
-		return nil
-	}
-	now, err := verify.Fingerprint(path)
-	if err != nil {
-		return fmt.Errorf("%w (%v)", stale, err)
-	}
-	if !sameFingerprint(now, rec.Fingerprint) {
-		return stale
-	}
-	return nil
-}
-
-func sameFingerprint(a, b wire.SourceFingerprint) bool {
-	if a.ByteLength != b.ByteLength || a.SHA256 != b.SHA256 {
-		return false
-	}
-	if (a.FileIdentity == nil) != (b.FileIdentity == nil) {
-		return false
-	}
-	return a.FileIdentity == nil || *a.FileIdentity == *b.FileIdentity
 }
 
 // refusedOrFailed turns the reference's verdict on the session's bytes

@@ -151,3 +151,17 @@ func relative(root, path string) string {
 	}
 	return path
 }
+
+// ManifestEntries is the entry count the manifest of the sidecar at dir
+// states, 0 when there is none to read.
+func ManifestEntries(dir string) uint64 {
+	st, err := Open(dir, ReadOptions{OnceManifest: true})
+	if err != nil {
+		return 0
+	}
+	m, err := st.Manifest()
+	if err != nil {
+		return 0
+	}
+	return m.Counters.EntriesTotal
+}
