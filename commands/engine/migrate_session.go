@@ -203,6 +203,15 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		res.Reason = "the sidecar is corrupt: " + x.damaged + ": rebuilt from the source, the damaged one kept in the quarantine"
 	}
 	env.fullPass()
+	return x.full(ctx, res)
+}
+
+// full builds the session's sidecar from its whole source (a migration,
+// or a refresh that cannot continue the old store): stage, verify, and
+// install, or in a dry run stop once verified.
+func (x *session) full(ctx context.Context, res SessionResult) SessionResult {
+	env, s := x.env, x.s
+	none := wire.Verification{}
 	// A JSONL source fingerprints itself while it is read (issue 14: one
 	// read of the source); the other formats are hashed first.
 	var fp *wire.SourceFingerprint
@@ -213,79 +222,16 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		}
 		fp = &f
 	}
-	stagingParent := filepath.Dir(x.sidecar)
-	if env.DryRun {
-		// A private directory of the run's own, flocked while it is used:
-		// one a killed dry run leaves is removed by the next pisess
-		// (privtmp.Sweep; issue 32 §3).
-		tmp, err := privtmp.Make("", privtmp.PrefixDryRun)
-		if err != nil {
-			return fail(res, "operational", fmt.Errorf("dry run: %w", err))
-		}
-		defer func() {
-			if err := tmp.Remove(); err != nil {
-				env.Log.Warn().Err(err).Str("dir", tmp.Path).Msg("dry run's staging directory left: the next run removes it")
-			}
-		}()
-		stagingParent = tmp.Path
+	staging, done, err := x.stagingDir()
+	if err != nil {
+		return fail(res, "operational", err)
 	}
-	staging := filepath.Join(stagingParent, filepath.Base(rollback.StagingPath(x.sidecar, x.migrationID)))
 	keep := false
-	defer func() {
-		if !keep {
-			// A staging directory is pisess's own partial output,
-			// invisible to pi by its name: nothing of the user's is in it.
-			env.removeStaging(staging)
-		}
-	}()
+	defer func() { done(keep) }()
 
-	src, err := s.OpenToMigrate()
-	if err != nil {
-		return x.refusedOrFailed(res, err)
-	}
-	if env.onOpened != nil {
-		env.onOpened(s.Path)
-	}
-	env.opened()
-	if id := src.Header().ID; !wire.ValidUUID(id) {
-		// The reference refuses to write a manifest for it (FORMAT.md §5):
-		// a reader's refusal, not an I/O failure of the staging store.
-		src.Close()
-		line := int64(0)
-		if s.Format == readers.FormatJSONLv3 {
-			line = 1 // the header
-		}
-		return x.refusedOrFailed(res, &readers.RefusedError{Path: s.Path, Line: line, Class: readers.ClassBadSessionID,
-			Reason: fmt.Sprintf("session id %q is not a UUID: the reference's manifest requires one (pi allows custom ids); the session stays on its JSONL", id)})
-	}
-	durable.Failpoint(fpBeforeStage)
-	if !env.DryRun {
-		if err := x.openSeal(staging, true); err != nil {
-			src.Close()
-			return x.refusedOrFailed(res, err)
-		}
-	}
-	// The staging store is written without a single fsync and sealed
-	// once, after its ledger and source state, before the cutover: it is
-	// invisible to pi until then (issue 14).
-	sops := env.Ops
-	sops.DeferSync = true
-	sopt := writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, Verified: true, SourcePath: s.Path}
-	if s.Format == readers.FormatSQLitev1 && !env.DryRun {
-		// The sidecar this build replaces, judged by its entries once it
-		// is displaced (rollback.Displaced.Database).
-		sopt.PrefixEntries = store.ManifestEntries(x.sidecar)
-	}
-	st, err := writers.Stage(ctx, src, staging, sopt)
-	res.prefixEntries, res.prefixChain, res.headerID = sopt.PrefixEntries, st.PrefixChain, src.Header().ID
-	rec := verify.Staged{HeaderID: src.Header().ID, SourceFormat: src.Header().Format,
-		Entries: st.Entries, ChainHash: st.ChainHash, EntryDigest: st.EntryDigest}
-	if err == nil {
-		err = x.sourceFingerprint(src, fp, &rec)
-	}
-	src.Close()
-	if err != nil {
-		return x.refusedOrFailed(res, err)
+	rec, st, res, ok := x.stage(ctx, res, staging, fp)
+	if !ok {
+		return res
 	}
 	durable.Failpoint(fpAfterStage)
 	// The staging slot is free once the store is written: its verification
@@ -298,14 +244,8 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	}
 	uid, gid := -1, -1
 	if !env.DryRun {
-		if uid, gid, err = env.Ops.Owner(s.Path); err != nil {
-			return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("owner of %s: %w", s.Path, err))
-		}
-		if os.Geteuid() == 0 {
-			// A root-owned sidecar makes pi's open fail outright.
-			if err := env.Ops.ChownTree(staging, uid, gid); err != nil {
-				return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("give %s to uid %d: %w", staging, uid, err))
-			}
+		if uid, gid, err = x.giveToOwner(staging); err != nil {
+			return x.failed(res, wire.ErrorClassIOFailure, none, err)
 		}
 	}
 
@@ -336,6 +276,111 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	}
 
 	return x.install(ctx, res, staging, passed, v, uid, gid, func() error { return verify.SourceUnchanged(s.Path, rec) }, st, &keep)
+}
+
+// stagingDir names the session's staging directory: beside the sidecar,
+// or for a dry run in a private directory of the run's own, flocked while
+// it is used (one a killed dry run leaves is removed by the next pisess:
+// privtmp.Sweep; issue 32 §3). done(kept) removes it unless it was
+// installed (kept), then the dry run's directory.
+func (x *session) stagingDir() (staging string, done func(kept bool), err error) {
+	env := x.env
+	stagingParent := filepath.Dir(x.sidecar)
+	var tmp *privtmp.Dir
+	if env.DryRun {
+		tmp, err = privtmp.Make("", privtmp.PrefixDryRun)
+		if err != nil {
+			return "", nil, fmt.Errorf("dry run: %w", err)
+		}
+		stagingParent = tmp.Path
+	}
+	staging = filepath.Join(stagingParent, filepath.Base(rollback.StagingPath(x.sidecar, x.migrationID)))
+	return staging, func(kept bool) {
+		if !kept {
+			// A staging directory is pisess's own partial output,
+			// invisible to pi by its name: nothing of the user's is in it.
+			env.removeStaging(staging)
+		}
+		if tmp != nil {
+			if err := tmp.Remove(); err != nil {
+				env.Log.Warn().Err(err).Str("dir", tmp.Path).Msg("dry run's staging directory left: the next run removes it")
+			}
+		}
+	}, nil
+}
+
+// stage writes the staging store from the session's source (opened here,
+// its first pass told to the schedule) under the session's seal, and
+// returns what the read gave for the verification to compare (rec, with
+// the source's fingerprint: fp, or the one the read took). ok is false
+// when res is the session's result already (refused or failed).
+func (x *session) stage(ctx context.Context, res SessionResult, staging string, fp *wire.SourceFingerprint) (rec verify.Staged, st writers.StageResult, _ SessionResult, ok bool) {
+	env, s := x.env, x.s
+	src, err := s.OpenToMigrate()
+	if err != nil {
+		return rec, st, x.refusedOrFailed(res, err), false
+	}
+	if env.onOpened != nil {
+		env.onOpened(s.Path)
+	}
+	env.opened()
+	if id := src.Header().ID; !wire.ValidUUID(id) {
+		// The reference refuses to write a manifest for it (FORMAT.md §5):
+		// a reader's refusal, not an I/O failure of the staging store.
+		src.Close()
+		line := int64(0)
+		if s.Format == readers.FormatJSONLv3 {
+			line = 1 // the header
+		}
+		return rec, st, x.refusedOrFailed(res, &readers.RefusedError{Path: s.Path, Line: line, Class: readers.ClassBadSessionID,
+			Reason: fmt.Sprintf("session id %q is not a UUID: the reference's manifest requires one (pi allows custom ids); the session stays on its JSONL", id)}), false
+	}
+	durable.Failpoint(fpBeforeStage)
+	if !env.DryRun {
+		if err := x.openSeal(staging, true); err != nil {
+			src.Close()
+			return rec, st, x.refusedOrFailed(res, err), false
+		}
+	}
+	// The staging store is written without a single fsync and sealed
+	// once, after its ledger and source state, before the cutover: it is
+	// invisible to pi until then (issue 14).
+	sops := env.Ops
+	sops.DeferSync = true
+	sopt := writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, Verified: true, SourcePath: s.Path}
+	if s.Format == readers.FormatSQLitev1 && !env.DryRun {
+		// The sidecar this build replaces, judged by its entries once it
+		// is displaced (rollback.Displaced.Database).
+		sopt.PrefixEntries = store.ManifestEntries(x.sidecar)
+	}
+	st, err = writers.Stage(ctx, src, staging, sopt)
+	res.prefixEntries, res.prefixChain, res.headerID = sopt.PrefixEntries, st.PrefixChain, src.Header().ID
+	rec = verify.Staged{HeaderID: src.Header().ID, SourceFormat: src.Header().Format,
+		Entries: st.Entries, ChainHash: st.ChainHash, EntryDigest: st.EntryDigest}
+	if err == nil {
+		err = x.sourceFingerprint(src, fp, &rec)
+	}
+	src.Close()
+	if err != nil {
+		return rec, st, x.refusedOrFailed(res, err), false
+	}
+	return rec, st, res, true
+}
+
+// giveToOwner returns the session file's owner, and as root gives the
+// staging store to them: a root-owned sidecar makes pi's open fail
+// outright.
+func (x *session) giveToOwner(staging string) (uid, gid int, err error) {
+	ops := x.env.Ops
+	if uid, gid, err = ops.Owner(x.s.Path); err != nil {
+		return -1, -1, fmt.Errorf("owner of %s: %w", x.s.Path, err)
+	}
+	if os.Geteuid() == 0 {
+		if err := ops.ChownTree(staging, uid, gid); err != nil {
+			return -1, -1, fmt.Errorf("give %s to uid %d: %w", staging, uid, err)
+		}
+	}
+	return uid, gid, nil
 }
 
 // openSeal opens the session's seal (durable.Seal) on dir, the store
