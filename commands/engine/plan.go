@@ -105,6 +105,14 @@ func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
 		}
 		return p
 	}
+	return planByStatus(p, st, force)
+}
+
+// planByStatus plans a session from its sidecar's status class: skip a
+// fresh one, refresh a stale one, heal the damage a rebuild from the
+// source mends, leave the rest to fsck --repair (or, with force, rebuild
+// whatever it is).
+func planByStatus(p plan, st verify.StatusReport, force bool) plan {
 	p.class = st.Class
 	first := ""
 	if len(st.Findings) > 0 {

@@ -424,28 +424,8 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 		// the workers that race for them: a session that waits for its
 		// lock (pi is writing it) must not start before, and hold up,
 		// the sessions planned ahead of it.
-		place, small := reading, lightRefresh(env, jobs[i])
-		if small {
-			// Its own kind of place first, a full one if that is free.
-			select {
-			case light <- struct{}{}:
-				place = light
-			default:
-				select {
-				case light <- struct{}{}:
-					place = light
-				case reading <- struct{}{}:
-				case <-ctx.Done():
-					place = nil
-				}
-			}
-		} else {
-			select {
-			case reading <- struct{}{}:
-			case <-ctx.Done():
-				place = nil
-			}
-		}
+		small := lightRefresh(env, jobs[i])
+		place := takePlace(ctx, reading, light, small)
 		if place == nil {
 			notStarted(i) // interrupted while it waited for a place
 			continue
@@ -459,6 +439,34 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 	close(next)
 	wg.Wait()
 	return results
+}
+
+// takePlace takes a reading place for a session, in the order of the
+// jobs: a full one, or for a small refresh (small) its own kind first and
+// a full one if that is free. nil: ctx ended while it waited.
+func takePlace(ctx context.Context, reading, light chan struct{}, small bool) chan struct{} {
+	place := reading
+	if small {
+		select {
+		case light <- struct{}{}:
+			place = light
+		default:
+			select {
+			case light <- struct{}{}:
+				place = light
+			case reading <- struct{}{}:
+			case <-ctx.Done():
+				place = nil
+			}
+		}
+	} else {
+		select {
+		case reading <- struct{}{}:
+		case <-ctx.Done():
+			place = nil
+		}
+	}
+	return place
 }
 
 // A refresh in place reads little besides its source's recorded prefix
