@@ -201,6 +201,7 @@ func NameTooLong(path, sidecar string, name int, err error) *RefusedError {
 			"the reference names its staging directory so too and cannot migrate the session; a shorter file name can",
 		sidecar, name)}
 }
+
 // ErrSourceChanged is matched by an error that means the source changed
 // while it was read (a writer that ignores pi's session lock appended to
 // it, or rewrote it): not a refusal — the reference would migrate the

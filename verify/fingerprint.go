@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"pisess/writers/durable"
 	"pisess/readers"
+	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
 
