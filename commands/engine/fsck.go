@@ -238,25 +238,13 @@ func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string,
 
 	if len(mended) > 0 {
 		found := verify.MendedFindings(mended)
-		for i, m := range mended {
-			// The new journal's first records say where the old objects went.
-			n := ledger.Note{Kind: ledger.NoteRepair, Path: m.Path,
-				Detail: fmt.Sprintf("fsck moved aside %s, which was %s, not %s, to %s", m.Path, m.Is, m.Want, m.To)}
-			if err := tr.repairs.Q.Note(n); err != nil {
-				found[i].Repaired, found[i].RepairError = false, err.Error()
-			}
-		}
+		tr.repairs.Mended(mended, found)
 		out.Findings = append(out.Findings, found...)
 	}
 	if stale != "" {
 		f := verify.StaleLockFinding(t.Root, stale)
 		if tr.repairs != nil {
-			// Taking the lock over was the repair; record it.
-			f.Repaired = true
-			if err := tr.repairs.Q.Note(ledger.Note{Kind: ledger.NoteRepair, Path: f.Path,
-				Detail: "stale tree lock taken over and cleared; its holder was: " + stale}); err != nil {
-				f.Repaired, f.RepairError = false, err.Error()
-			}
+			tr.repairs.TookOverLock(&f, stale)
 		}
 		out.Findings = append(out.Findings, f)
 	}
