@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"pisess/commands/engine"
+	"pisess/ledger"
 	"pisess/readers/discover"
 	"pisess/writers/durable"
 )
@@ -341,7 +341,7 @@ func TestRootManyOwnersInterrupted(t *testing.T) {
 	if r := pisess(t, "migrate", a); r.code != ExitClean { // makes a's .pisess
 		t.Fatalf("setup: %s", r)
 	}
-	lock, _, err := durable.OS.TryLockTree(engine.TreeLockPath(a))
+	lock, _, err := durable.OS.TryLockTree(ledger.TreeLockPath(a))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"pisess/commands/engine"
+	"pisess/ledger"
 	"pisess/writers/durable"
 	"strings"
 	"testing"
@@ -328,7 +328,7 @@ func TestLockWaitEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"rollback", "--tree", root, "lockwait-run-01"}, {"upgrade", root}} {
-		l, _, err := durable.OS.TryLockTree(engine.TreeLockPath(root))
+		l, _, err := durable.OS.TryLockTree(ledger.TreeLockPath(root))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -128,7 +128,7 @@ func TestCronEndToEnd(t *testing.T) {
 	}
 
 	cron("first run")
-	if _, err := os.Stat(filepath.Join(tree, discover.PisessDir, engine.RefusalCacheName)); err != nil {
+	if _, err := os.Stat(filepath.Join(tree, discover.PisessDir, ledger.RefusalCacheName)); err != nil {
 		t.Fatalf("the refused sessions are not remembered: %v", err)
 	}
 	noop("the no-op run after the first")

@@ -169,7 +169,7 @@ func (r *run) newEnvelope(code int) envelope {
 		}
 		for _, f := range rep.Forged {
 			e.Trees = appendOnce(e.Trees, f.Tree)
-			e.Items = append(e.Items, reportItem{Path: f.Journal, Outcome: "refused", Findings: []reportFinding{{Code: engine.CodeTreeJournal, Path: f.Journal, Line: f.Line, Detail: f.Detail}},
+			e.Items = append(e.Items, reportItem{Path: f.Journal, Outcome: "refused", Findings: []reportFinding{{Code: verify.CodeTreeJournal, Path: f.Journal, Line: f.Line, Detail: f.Detail}},
 				Error: &reportError{Class: "forged", Message: f.Detail, File: f.Journal, Line: f.Line}})
 		}
 		e.Totals = counts("sessions", len(rep.Sessions), "rolledBack", n["rolled-back"], "alreadyRolledBack", n["already-rolled-back"],
@@ -316,7 +316,7 @@ func notes(ns []string) []reportFinding {
 	return out
 }
 
-func fsckFindings(fs []engine.FsckFinding) []reportFinding {
+func fsckFindings(fs []verify.FsckFinding) []reportFinding {
 	out := []reportFinding{}
 	for _, f := range fs {
 		out = append(out, reportFinding{Code: f.Code, Path: f.Path, Line: f.Line, Detail: f.Detail, Notice: f.Notice, Repaired: f.Repaired})

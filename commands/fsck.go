@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"pisess/commands/engine"
+	"pisess/verify"
 )
 
 func fsckCommand(r *run) *cli.Command {
@@ -118,7 +119,7 @@ func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 	fmt.Fprintln(w, mode)
 	// -q: only the problems left; default: every finding; -v: every
 	// session too.
-	shown := func(f engine.FsckFinding) bool { return !v.quiet || !f.Notice && !f.Repaired }
+	shown := func(f verify.FsckFinding) bool { return !v.quiet || !f.Notice && !f.Repaired }
 	for _, t := range rep.Trees {
 		fmt.Fprintf(w, "tree %s: %d session(s)\n", t.Root, len(t.Sessions))
 		for _, f := range t.Findings {
@@ -127,7 +128,7 @@ func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 			}
 		}
 		for _, s := range t.Sessions {
-			var fs []engine.FsckFinding
+			var fs []verify.FsckFinding
 			for _, f := range s.Findings {
 				if shown(f) {
 					fs = append(fs, f)
@@ -151,7 +152,7 @@ func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 	}
 	t := rep.Totals
 	var classes []string
-	for _, c := range engine.ClassOrder(t.Classes) {
+	for _, c := range verify.ClassOrder(t.Classes) {
 		classes = append(classes, fmt.Sprintf("%d %s", t.Classes[c], c))
 	}
 	fmt.Fprintf(w, "%d session(s)", t.Sessions)
@@ -164,14 +165,14 @@ func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
 		for _, t := range rep.Trees {
 			roots = append(roots, t.Root)
 		}
-		fmt.Fprintf(w, "run %s to repair what can be repaired\n", engine.RepairHint(roots))
+		fmt.Fprintf(w, "run %s to repair what can be repaired\n", repairHint(roots))
 	}
 }
 
 // renderFinding prints a finding with its path relative to the tree root
 // (as every path of a text report): "[code] path (where): detail", then
 // what repairs it.
-func renderFinding(w io.Writer, indent, root string, f engine.FsckFinding) {
+func renderFinding(w io.Writer, indent, root string, f verify.FsckFinding) {
 	state := "problem"
 	switch {
 	case f.Notice:

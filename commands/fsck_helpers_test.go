@@ -13,6 +13,7 @@ import (
 
 	"pisess/commands/engine"
 	"pisess/fixtures"
+	"pisess/verify"
 )
 
 // fsckTree is a session tree holding one session migrated by the real
@@ -61,8 +62,8 @@ func fsckJSON(tb testing.TB, root string, args ...string) (int, engine.FsckRepor
 }
 
 // findings lists every finding of a report.
-func allFindings(rep engine.FsckReport) []engine.FsckFinding {
-	var out []engine.FsckFinding
+func allFindings(rep engine.FsckReport) []verify.FsckFinding {
+	var out []verify.FsckFinding
 	for _, t := range rep.Trees {
 		out = append(out, t.Findings...)
 		for _, s := range t.Sessions {

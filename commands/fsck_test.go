@@ -101,13 +101,13 @@ func TestFsckDamageRepairRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{name: "leave a staging directory", code: engine.CodeTreeStaging, damage: func(t *testing.T, tr fsckTree) {
+		{name: "leave a staging directory", code: verify.CodeTreeStaging, damage: func(t *testing.T, tr fsckTree) {
 			copyDir(t, tr.sidecar, tr.sidecar+".staging."+strings.Repeat("ab", 16))
 		}},
-		{name: "leave a backup beside an installed sidecar", code: engine.CodeTreeBackup, damage: func(t *testing.T, tr fsckTree) {
+		{name: "leave a backup beside an installed sidecar", code: verify.CodeTreeBackup, damage: func(t *testing.T, tr fsckTree) {
 			copyDir(t, tr.sidecar, tr.sidecar+".backup."+strings.Repeat("cd", 16))
 		}},
-		{name: "leave a backup and no sidecar", code: engine.CodeTreeBackup, damage: func(t *testing.T, tr fsckTree) {
+		{name: "leave a backup and no sidecar", code: verify.CodeTreeBackup, damage: func(t *testing.T, tr fsckTree) {
 			if err := os.Rename(tr.sidecar, tr.sidecar+".backup."+strings.Repeat("ef", 16)); err != nil {
 				t.Fatal(err)
 			}
@@ -115,18 +115,18 @@ func TestFsckDamageRepairRoundTrip(t *testing.T) {
 		{name: "leave a rollback intent half done", code: verify.CodeRollbackIntent, damage: func(t *testing.T, tr fsckTree) {
 			writeRollbackIntent(t, tr.sidecar, 5)
 		}},
-		{name: "stale tree lock", code: engine.CodeTreeStaleLock, damage: func(t *testing.T, tr fsckTree) {
-			if err := os.WriteFile(engine.TreeLockPath(tr.root), []byte("pid=2147483 host=gone started=2026-01-01T00:00:00Z\n"), 0o600); err != nil {
+		{name: "stale tree lock", code: verify.CodeTreeStaleLock, damage: func(t *testing.T, tr fsckTree) {
+			if err := os.WriteFile(ledger.TreeLockPath(tr.root), []byte("pid=2147483 host=gone started=2026-01-01T00:00:00Z\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{name: "garbage journal line", code: engine.CodeTreeJournal, kept: "{not json\n", damage: func(t *testing.T, tr fsckTree) {
+		{name: "garbage journal line", code: verify.CodeTreeJournal, kept: "{not json\n", damage: func(t *testing.T, tr fsckTree) {
 			appendFile(t, ledger.JournalPath(tr.root), "{not json\n")
 		}},
-		{name: "torn journal line", code: engine.CodeTreeJournal, damage: func(t *testing.T, tr fsckTree) {
+		{name: "torn journal line", code: verify.CodeTreeJournal, damage: func(t *testing.T, tr fsckTree) {
 			appendFile(t, ledger.JournalPath(tr.root), `{"schema":"pi.session_store_v2.migration_event.v1","migr`)
 		}},
-		{name: "sidecar whose session is gone", code: engine.CodeTreeOrphan, damage: func(t *testing.T, tr fsckTree) {
+		{name: "sidecar whose session is gone", code: verify.CodeTreeOrphan, damage: func(t *testing.T, tr fsckTree) {
 			copyDir(t, tr.sidecar, filepath.Join(filepath.Dir(tr.sidecar), "gone.v2"))
 		}},
 	}
@@ -285,27 +285,27 @@ func writeRollbackIntent(tb testing.TB, root string, head uint64) {
 // fsck(8)'s values, but never a bitwise OR of several (problems repaired
 // and problems left together exit 4, not 5), and notices never count.
 func TestFsckExitCodes(t *testing.T) {
-	problem := engine.FsckFinding{Code: "x"}
-	repaired := engine.FsckFinding{Code: "x", Repaired: true}
-	notice := engine.FsckFinding{Code: "source.unknown_entry_type", Notice: true}
+	problem := verify.FsckFinding{Code: "x"}
+	repaired := verify.FsckFinding{Code: "x", Repaired: true}
+	notice := verify.FsckFinding{Code: "source.unknown_entry_type", Notice: true}
 	tests := []struct {
 		name     string
-		findings []engine.FsckFinding
+		findings []verify.FsckFinding
 		err      error
 		want     int
 	}{
 		{"clean", nil, nil, ExitClean},
-		{"only notices", []engine.FsckFinding{notice}, nil, ExitClean},
-		{"all repaired", []engine.FsckFinding{repaired, repaired}, nil, ExitRepaired},
-		{"repaired and left: 4, not 1|4", []engine.FsckFinding{repaired, problem}, nil, ExitProblems},
-		{"left", []engine.FsckFinding{problem, notice}, nil, ExitProblems},
-		{"tree locked", []engine.FsckFinding{problem}, engine.ErrTreeLocked, ExitLocked},
+		{"only notices", []verify.FsckFinding{notice}, nil, ExitClean},
+		{"all repaired", []verify.FsckFinding{repaired, repaired}, nil, ExitRepaired},
+		{"repaired and left: 4, not 1|4", []verify.FsckFinding{repaired, problem}, nil, ExitProblems},
+		{"left", []verify.FsckFinding{problem, notice}, nil, ExitProblems},
+		{"tree locked", []verify.FsckFinding{problem}, engine.ErrTreeLocked, ExitLocked},
 		{"operational", nil, os.ErrPermission, ExitOperational},
 		{"usage", nil, engine.Usagef("--jobs -1"), ExitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep := engine.FsckReport{Trees: []engine.FsckTree{{Sessions: []engine.FsckSession{{Findings: tt.findings}}}}}
+			rep := engine.FsckReport{Trees: []verify.FsckTree{{Sessions: []verify.FsckSession{{Findings: tt.findings}}}}}
 			rep = totalled(rep)
 			if got := ExitCode(rep, tt.err); got != tt.want {
 				t.Errorf("exit %d, want %d (tally %+v)", got, tt.want, rep.Tally())
@@ -340,7 +340,7 @@ func totalled(rep engine.FsckReport) engine.FsckReport {
 // or without --repair) exit 32 and name the holder.
 func TestFsckTreeLocked(t *testing.T) {
 	tr := newFsckTree(t)
-	l, _, err := durable.OS.TryLockTree(engine.TreeLockPath(tr.root))
+	l, _, err := durable.OS.TryLockTree(ledger.TreeLockPath(tr.root))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +432,7 @@ func TestFsckRefusedSourceIsANotice(t *testing.T) {
 	if code != ExitClean || rep.Totals.Notices != 1 {
 		t.Fatalf("fsck: exit %d [%s]\n%s", code, codes(rep), r.stderr)
 	}
-	if f := allFindings(rep)[0]; !strings.HasPrefix(f.Code, "source.") || f.Line == 0 || f.Action != engine.ActionNone {
+	if f := allFindings(rep)[0]; !strings.HasPrefix(f.Code, "source.") || f.Line == 0 || f.Action != verify.ActionNone {
 		t.Errorf("finding %+v: want a source.<class> notice with its line", f)
 	}
 }
@@ -450,7 +450,7 @@ func TestFsckSymlinkedAncestor(t *testing.T) {
 		t.Fatalf("fsck: exit %d [%s]\n%s", code, codes(rep), r.stderr)
 	}
 	for _, f := range allFindings(rep) {
-		if f.Code == verify.CodeSymlinkAncestor && (f.Action != engine.ActionNone || !strings.Contains(f.Repair, "cannot repair")) {
+		if f.Code == verify.CodeSymlinkAncestor && (f.Action != verify.ActionNone || !strings.Contains(f.Repair, "cannot repair")) {
 			t.Errorf("finding %+v: want no action and what to do", f)
 		}
 	}

@@ -309,7 +309,7 @@ func classAfterMigrate(s engine.SessionResult) verify.Class {
 // fsckOutcome is what fsck did to a session: left (a problem it did not
 // repair), repaired (it repaired something: a problem, or a stale sidecar
 // it refreshed) or clean.
-func fsckOutcome(fs []engine.FsckFinding) string {
+func fsckOutcome(fs []verify.FsckFinding) string {
 	out := "clean"
 	for _, f := range fs {
 		switch {

@@ -310,10 +310,10 @@ func renderMigrate(w io.Writer, rep engine.MigrateReport, v view) {
 	}
 	fmt.Fprintf(w, "%s; %d entries, %s of frames built\n", strings.Join(parts, ", "), t.Entries, size(t.Bytes))
 	if t.NeedsRepair > 0 {
-		fmt.Fprintf(w, "repair with: %s\n", engine.RepairHint(rep.Trees))
+		fmt.Fprintf(w, "repair with: %s\n", repairHint(rep.Trees))
 	}
 	if t.Migrated+t.Refreshed > 0 && !rep.DryRun {
-		fmt.Fprintf(w, "undo this run with: %s\n", engine.RollbackHint(rep.CorrelationID, rep.Trees))
+		fmt.Fprintf(w, "undo this run with: %s\n", rollbackHint(rep.CorrelationID, rep.Trees))
 	}
 }
 

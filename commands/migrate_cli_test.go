@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"pisess/commands/engine"
 	"pisess/fixtures"
 	"pisess/fixtures/trees"
 	"pisess/ledger"
@@ -270,7 +269,7 @@ func TestMigrateCLIHoldTreeLock(t *testing.T) {
 	if err := durable.OS.MkdirPrivate(filepath.Join(tree, discover.PisessDir)); err != nil {
 		t.Fatal(err)
 	}
-	l, _, err := durable.OS.TryLockTree(engine.TreeLockPath(tree))
+	l, _, err := durable.OS.TryLockTree(ledger.TreeLockPath(tree))
 	if err != nil {
 		t.Fatal(err)
 	}

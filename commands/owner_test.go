@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"pisess/commands/engine"
+	"pisess/ledger"
 	"pisess/writers/durable"
 )
 
@@ -277,7 +277,7 @@ func TestOwnerChildProcessName(t *testing.T) {
 	}
 	h := newHostileTree(t)
 	// Held, the tree lock keeps the owner's run waiting while we look.
-	lock, _, err := durable.OS.TryLockTree(engine.TreeLockPath(h.tree))
+	lock, _, err := durable.OS.TryLockTree(ledger.TreeLockPath(h.tree))
 	if err != nil {
 		t.Fatal(err)
 	}

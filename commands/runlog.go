@@ -116,7 +116,7 @@ func (r *run) canceled(err error) error {
 		case engine.UpgradeReport:
 			trees = rep.Trees
 		}
-		hint = fmt.Sprintf("; what it finished is journaled: run it again to finish, or undo it with `%s`", engine.RollbackHint(r.cid, trees))
+		hint = fmt.Sprintf("; what it finished is journaled: run it again to finish, or undo it with `%s`", rollbackHint(r.cid, trees))
 		if len(trees) == 0 {
 			// Stopped before it had its trees: it changed nothing.
 			hint = "; it stopped before it migrated anything"

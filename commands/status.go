@@ -78,7 +78,7 @@ func renderStatus(w io.Writer, rep engine.StatusReport, v view) {
 	}
 	var order []string
 	projects := map[string]*project{}
-	var problems []engine.StatusEntry
+	var problems []verify.StatusEntry
 	for _, s := range rep.Sessions {
 		name := relTo([]string{s.Tree}, s.Path)
 		if i := strings.IndexByte(name, '/'); i >= 0 {
@@ -133,7 +133,7 @@ func renderStatus(w io.Writer, rep engine.StatusReport, v view) {
 
 // renderStatusSessions lists sessions, one line each, then their reasons
 // and the summary.
-func renderStatusSessions(w io.Writer, rep engine.StatusReport, rows []engine.StatusEntry) {
+func renderStatusSessions(w io.Writer, rep engine.StatusReport, rows []verify.StatusEntry) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SESSION\tFORMAT\tENTRIES\tSIZE\tSTATUS\tNAME\tLAST RUN")
 	for _, s := range rows {
@@ -170,7 +170,7 @@ func renderStatusSessions(w io.Writer, rep engine.StatusReport, rows []engine.St
 
 func renderStatusSummary(w io.Writer, rep engine.StatusReport) {
 	var parts []string
-	for _, c := range engine.ClassOrder(rep.Totals) {
+	for _, c := range verify.ClassOrder(rep.Totals) {
 		parts = append(parts, fmt.Sprintf("%d %s", rep.Totals[c], c))
 	}
 	fmt.Fprintf(w, "%d session(s)", len(rep.Sessions))

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"pisess/commands/engine"
+	"pisess/ledger"
 	"pisess/readers/discover"
 	"pisess/writers/durable"
 )
@@ -28,7 +28,7 @@ func TestOneTreeOneJournal(t *testing.T) {
 	}
 
 	// Another run holds the tree lock: a run on the subdirectory is kept out.
-	held, _, err := durable.OS.TryLockTree(engine.TreeLockPath(root))
+	held, _, err := durable.OS.TryLockTree(ledger.TreeLockPath(root))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -136,7 +136,7 @@ func renderUpgrade(w io.Writer, rep engine.UpgradeReport, v view) {
 	}
 	fmt.Fprintln(w, strings.Join(parts, ", "))
 	if t.Upgraded > 0 {
-		fmt.Fprintf(w, "undo this run with: %s\n", engine.RollbackHint(rep.CorrelationID, rep.Trees))
+		fmt.Fprintf(w, "undo this run with: %s\n", rollbackHint(rep.CorrelationID, rep.Trees))
 	}
 }
 

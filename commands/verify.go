@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"pisess/commands/engine"
+	"pisess/verify"
 )
 
 func verifyCommand(r *run) *cli.Command {
@@ -94,7 +95,7 @@ func renderVerify(w io.Writer, rep engine.VerifyReport, v view) {
 // invariantCause is what a broken invariant's line says: the finding that
 // breaks it, by its code only when that finding is listed below (one
 // damage breaks several invariants, and was printed once per invariant).
-func invariantCause(detail string, findings []engine.VerifyFinding) string {
+func invariantCause(detail string, findings []verify.VerdictFinding) string {
 	code, _, ok := strings.Cut(strings.TrimPrefix(detail, "["), "]")
 	if !ok || !strings.HasPrefix(detail, "[") {
 		return detail

@@ -51,22 +51,22 @@ func TestVerifyFailures(t *testing.T) {
 	tests := []struct {
 		name   string
 		damage func(t *testing.T, tr fsckTree)
-		check  func(s engine.VerifySession) bool
+		check  func(s verify.Verdict) bool
 	}{
 		{"flipped frame byte", func(t *testing.T, tr fsckTree) { fixtures.FlipByte(t, segment1(tr), 200) },
-			func(s engine.VerifySession) bool { return !s.Flags.IndexConsistent }},
+			func(s verify.Verdict) bool { return !s.Flags.IndexConsistent }},
 		{"segment 0644", func(t *testing.T, tr fsckTree) {
 			if err := os.Chmod(segment1(tr), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, func(s engine.VerifySession) bool {
+		}, func(s verify.Verdict) bool {
 			return len(s.Acceptance) > 0 && s.Acceptance[0].Code == verify.CodeMode
 		}},
 		{"index removed", func(t *testing.T, tr fsckTree) {
 			if err := os.Remove(store.IndexPath(tr.sidecar)); err != nil {
 				t.Fatal(err)
 			}
-		}, func(s engine.VerifySession) bool { return !s.Flags.IndexConsistent }},
+		}, func(s verify.Verdict) bool { return !s.Flags.IndexConsistent }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

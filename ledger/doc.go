@@ -68,7 +68,8 @@
 // upgraded source was quarantined and the digests to check it by, or a run
 // record (schema "pisess.journal_run.v1"): a run's start, written with its
 // first other record, and its end with its summary (RunRecord; JournalRuns
-// reads a run from them, a start with no end being a run that died).
+// reads a run from them, a start with no end being a run that died;
+// Summary sizes a tree's journal and quarantine and names its last run).
 //
 // Phases are pisess's dirty bit, as golang-migrate's version+dirty: a run
 // writes an intent (planned, staging_copy, integrity_check, cutover_commit)

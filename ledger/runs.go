@@ -270,6 +270,42 @@ func UnendedRuns(j *Journal) []string {
 	return out
 }
 
+// TreeSummary is what `pisess status` says of a tree as a whole: its
+// journal and quarantine sizes and its last run.
+type TreeSummary struct {
+	Root            string   `json:"root"`
+	JournalBytes    int64    `json:"journalBytes"`
+	QuarantineBytes int64    `json:"quarantineBytes"`
+	Runs            int      `json:"runs"`
+	LastRun         *RunInfo `json:"lastRun,omitempty"`
+}
+
+// Summary reads a tree's journal for its runs and sizes its journal and
+// quarantine (read-only: a tree without .pisess has none). A journal that
+// cannot be read is an error, never a tree without runs.
+func Summary(root string) (TreeSummary, error) {
+	st := TreeSummary{Root: root}
+	if fi, err := os.Lstat(JournalPath(root)); err == nil {
+		st.JournalBytes = fi.Size()
+	}
+	st.QuarantineBytes = DirBytes(filepath.Join(root, PisessDir, QuarantineDir))
+	runs, _, err := JournalRuns(root)
+	if err != nil {
+		return st, err
+	}
+	if len(runs) > 0 {
+		st.Runs = len(runs)
+		last := runs[0]
+		for _, r := range runs[1:] {
+			if r.End > last.End {
+				last = r
+			}
+		}
+		st.LastRun = &last
+	}
+	return st, nil
+}
+
 // DirBytes is the size of the regular files under dir (0 when missing);
 // symlinks are not followed.
 func DirBytes(dir string) int64 {

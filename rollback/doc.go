@@ -30,7 +30,10 @@
 //     finished, and anything else — an in-place repair that failed
 //     included — is rebuilt from the source through the migrate pipeline,
 //     which its caller (engine) gives it as Rebuild, under the session lock
-//     held since the check; every move is reported as a finding.
+//     held since the check; every move is reported as a finding. The
+//     repairs made before it ran (.pisess objects moved aside, a dead
+//     run's tree lock taken over) it journals ([Repairer.Mended],
+//     [Repairer.TookOverLock]).
 //   - [NeedsHeal] selects what an interrupted pisess run left (staging and
 //     backups recognisably pisess's) for migrate to repair before it
 //     plans.

@@ -28,6 +28,31 @@ func acknowledgeJournalLine(q *ledger.Quarantiner, f verify.FsckFinding) error {
 	})
 }
 
+// Mended records where fsck --repair moved the objects of .pisess/ that
+// were of the wrong type (ledger.MendPisess, before it could take the
+// tree lock): the new journal's first records say where the old objects
+// went. found are their findings (verify.MendedFindings), in mended's
+// order; one whose note cannot be written is not repaired.
+func (r *Repairer) Mended(mended []ledger.Mended, found []verify.FsckFinding) {
+	for i, m := range mended {
+		n := ledger.Note{Kind: ledger.NoteRepair, Path: m.Path,
+			Detail: fmt.Sprintf("fsck moved aside %s, which was %s, not %s, to %s", m.Path, m.Is, m.Want, m.To)}
+		if err := r.Q.Note(n); err != nil {
+			found[i].Repaired, found[i].RepairError = false, err.Error()
+		}
+	}
+}
+
+// TookOverLock records the repair of f, a stale tree lock whose holder
+// died holding it: taking the lock over was the repair.
+func (r *Repairer) TookOverLock(f *verify.FsckFinding, holder string) {
+	f.Repaired = true
+	if err := r.Q.Note(ledger.Note{Kind: ledger.NoteRepair, Path: f.Path,
+		Detail: "stale tree lock taken over and cleared; its holder was: " + holder}); err != nil {
+		f.Repaired, f.RepairError = false, err.Error()
+	}
+}
+
 // Tree mends the tree's own findings: the journal lines and the
 // orphaned directories (the stale lock was mended by taking it).
 func (r *Repairer) Tree(fs []verify.FsckFinding) {

@@ -22,15 +22,20 @@
 // [Verified] combines the last three for a staging store about to be cut
 // over and returns a [Passed], a proof that only this package can make:
 // rollback.Cutover takes one, so no unverified store can be installed.
+// [Sidecar] combines them for an installed sidecar, as `pisess verify`
+// reports it (a [Verdict]); [StatusOf] is a session's line of `pisess
+// status` ([Status], or the fresh cache's word, with the session's name),
+// and [ClassOrder] the order reports list the classes in.
 //
 // Two more questions are pisess's own:
 //
 //   - What does fsck find? [CheckSession] is fsck's examination of one
 //     session (the class, the verification against the source, the
 //     leftovers of an interrupted run) as [FsckFinding]s, each with the
-//     [RepairAction] that mends it; [StaleLockFinding], [JournalFindings]
-//     and [OrphanFindings] are a tree's own. rollback.Repairer acts on
-//     them; this package only finds.
+//     [RepairAction] that mends it; [StaleLockFinding], [JournalFindings],
+//     [OrphanFindings] and [MendedFindings] are a tree's own, and
+//     [SumFsck] totals them. rollback.Repairer acts on them; this package
+//     only finds.
 //   - Is a verdict of an earlier run still good? [FreshCache] judges the
 //     fresh cache's entries (kept by ledger.FreshCache) by the metadata
 //     digests of the files they name ([MetaDigest], [SourceDigest], a

@@ -35,6 +35,26 @@ func DefaultFreshJudges() FreshJudges {
 		StatusVouched: StatusVouched, FineCtime: ledger.FineCtime}
 }
 
+// OrDefault is j with the default's judge (DefaultFreshJudges) wherever j
+// gives none (a nil function, a zero racy window): a test replaces only
+// the judges it gives.
+func (j FreshJudges) OrDefault() FreshJudges {
+	d := DefaultFreshJudges()
+	if j.RacyWindow != 0 {
+		d.RacyWindow = j.RacyWindow
+	}
+	if j.StatusOpen != nil {
+		d.StatusOpen = j.StatusOpen
+	}
+	if j.StatusVouched != nil {
+		d.StatusVouched = j.StatusVouched
+	}
+	if j.FineCtime != nil {
+		d.FineCtime = j.FineCtime
+	}
+	return d
+}
+
 // FreshCache is one tree's fresh cache, loaded once per run.
 type FreshCache struct {
 	*ledger.FreshCache

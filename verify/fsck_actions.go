@@ -131,3 +131,15 @@ func Rebuildable(list []Finding) bool {
 	}
 	return len(list) > 0
 }
+
+// OnlySourceStateInvalid reports whether the only findings are an invalid
+// source-state.json: a store otherwise sound, which a refresh mends as
+// pi's resume reads it (stale, FORMAT.md §8).
+func OnlySourceStateInvalid(list []Finding) bool {
+	for _, f := range list {
+		if f.Code != CodeSourceStateInvalid {
+			return false
+		}
+	}
+	return len(list) > 0
+}

@@ -125,3 +125,60 @@ type FsckTree struct {
 	// Skipped are entries that are not sessions (notices).
 	Skipped []discover.Skipped `json:"skippedEntries"`
 }
+
+// FsckTotals sums an fsck run's trees (SumFsck).
+type FsckTotals struct {
+	Sessions int           `json:"sessions"`
+	Classes  map[Class]int `json:"classes"`
+	Problems int           `json:"problems"`
+	Repaired int           `json:"repaired"`
+	Left     int           `json:"left"`
+	Notices  int           `json:"notices"`
+	// Moved counts what the repairs moved into the quarantine that no
+	// finding names (CodeMoved: the sidecars rebuilds displaced).
+	Moved int `json:"moved,omitempty"`
+}
+
+// SumFsck sums trees: each session counted under its class after repair
+// (before, without one), each finding as a problem repaired or left, a
+// notice, or a move.
+func SumFsck(trees []FsckTree) FsckTotals {
+	t := FsckTotals{Classes: map[Class]int{}}
+	count := func(fs []FsckFinding) {
+		for _, f := range fs {
+			switch {
+			case f.Code == CodeMoved:
+				// A record of what a repair moved, not a problem found.
+				t.Moved++
+			case f.Notice:
+				t.Notices++
+			case f.Repaired:
+				t.Problems++
+				t.Repaired++
+			default:
+				t.Problems++
+				t.Left++
+			}
+		}
+	}
+	for _, tr := range trees {
+		count(tr.Findings)
+		for _, s := range tr.Sessions {
+			t.Sessions++
+			c := s.Class
+			if s.After != "" {
+				c = s.After
+			}
+			t.Classes[c]++
+			count(s.Findings)
+		}
+	}
+	return t
+}
+
+// RunTotals are t by name, as a repair run's end record keeps them
+// (ledger.RunRecord.Totals).
+func (t FsckTotals) RunTotals() map[string]int64 {
+	return map[string]int64{"sessions": int64(t.Sessions), "problems": int64(t.Problems), "repaired": int64(t.Repaired),
+		"left": int64(t.Left), "notices": int64(t.Notices)}
+}

@@ -93,3 +93,24 @@ func OrphanFindings(t discover.Tree) []FsckFinding {
 	}
 	return out
 }
+
+// MendedFindings reports the objects of .pisess/ that fsck --repair found
+// of the wrong type (ledger.MendPisess): each moved aside (repaired), or
+// left with the command that moves it by hand.
+func MendedFindings(mended []ledger.Mended) []FsckFinding {
+	var out []FsckFinding
+	for _, m := range mended {
+		f := FsckFinding{Code: CodeTreeWrongType, Path: m.Path, Action: ActionQuarantine,
+			Detail: fmt.Sprintf("%s, not %s: pisess keeps %s there", m.Is, m.Want, m.Role),
+			Repair: "fsck --repair: move it aside into the quarantine and start afresh"}
+		if m.Err != nil {
+			f.RepairError = m.Err.Error()
+			f.Repair = "cannot repair: fsck could not move it aside; by hand: " + m.Hand()
+		} else {
+			f.Repaired = true
+			f.Detail += "; moved to " + m.To
+		}
+		out = append(out, f)
+	}
+	return out
+}

@@ -153,3 +153,38 @@ func SameStatus(a, b os.FileInfo) bool {
 	}
 	return sa.Dev == sb.Dev && sa.Ino == sb.Ino && sa.Size == sb.Size && sa.Ctime == sb.Ctime && sa.Mtime == sb.Mtime
 }
+
+// SourceUnchanged checks, just before the cutover, that the source is still
+// what the sidecar will claim: by its status when the read took it (any
+// write moves the change time), else by hashing it again.
+func SourceUnchanged(path string, rec Staged) error {
+	stale := &readers.SourceChangedError{Path: path, Detail: "it moved between the read and the cutover"}
+	if rec.Info != nil {
+		now, err := os.Lstat(path)
+		if err != nil {
+			return fmt.Errorf("%w (%v)", stale, err)
+		}
+		if !SameStatus(rec.Info, now) {
+			return stale
+		}
+		return nil
+	}
+	now, err := Fingerprint(path)
+	if err != nil {
+		return fmt.Errorf("%w (%v)", stale, err)
+	}
+	if !sameFingerprint(now, rec.Fingerprint) {
+		return stale
+	}
+	return nil
+}
+
+func sameFingerprint(a, b wire.SourceFingerprint) bool {
+	if a.ByteLength != b.ByteLength || a.SHA256 != b.SHA256 {
+		return false
+	}
+	if (a.FileIdentity == nil) != (b.FileIdentity == nil) {
+		return false
+	}
+	return a.FileIdentity == nil || *a.FileIdentity == *b.FileIdentity
+}

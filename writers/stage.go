@@ -1,7 +1,3 @@
-// Package writers builds Session Store V2 stores from sources: Stage writes
-// every entry of a readers.Source, in order and byte for byte, into a new
-// store through package store, the way the reference's migration fills its
-// staging directory (FORMAT.md §2–§5, §7–§8).
 package writers
 
 import (

@@ -4,18 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
 	"pisess/readers/discover"
 	"pisess/writers"
 	"pisess/writers/durable"
-	"pisess/writers/store"
 	"pisess/writers/wire"
 )
 
@@ -71,9 +67,15 @@ func Build(ctx context.Context, opt BuildOptions) (BuildReport, error) {
 		return BuildReport{}, Usagef("--max-segment-bytes %d: want 1 to %d (64 MiB, the most pi reads)", opt.MaxSegmentBytes, wire.MaxSegmentBytes)
 	}
 	out := filepath.Clean(opt.OutDir)
-	replace, err := checkOutDir(out, opt.Force)
-	if err != nil {
-		return BuildReport{}, err
+	replace, err := writers.CheckOutDir(out, opt.Force)
+	var od *writers.OutDirError
+	switch {
+	case errors.As(err, &od) && od.Exists:
+		return BuildReport{}, Usagef("%v (--force replaces an empty directory or a V2 store)", od)
+	case errors.As(err, &od):
+		return BuildReport{}, Usagef("%v: --force replaces only an empty directory or a V2 store", od)
+	case err != nil:
+		return BuildReport{}, fmt.Errorf("build: %w", err)
 	}
 	src, err := discover.OpenSource(opt.Session)
 	if err != nil {
@@ -81,7 +83,7 @@ func Build(ctx context.Context, opt BuildOptions) (BuildReport, error) {
 	}
 	defer src.Close()
 
-	staging := out + ".staging." + hex32()
+	staging := writers.OutDirStaging(out)
 	log.Debug().Str("session", opt.Session).Str("staging", staging).Msg("building store")
 	res, err := writers.Stage(ctx, src, staging, writers.StageOptions{
 		MaxSegmentBytes: opt.MaxSegmentBytes,
@@ -90,7 +92,7 @@ func Build(ctx context.Context, opt BuildOptions) (BuildReport, error) {
 		Progress:        opt.Progress,
 	})
 	if err == nil {
-		err = install(staging, out, replace)
+		err = writers.InstallOutDir(staging, out, replace)
 	}
 	if err != nil {
 		if rerr := durable.OS.RemoveAll(staging); rerr != nil {
@@ -111,66 +113,4 @@ func Build(ctx context.Context, opt BuildOptions) (BuildReport, error) {
 		ChainHash:    res.ChainHash,
 		Replaced:     replace,
 	}, nil
-}
-
-// checkOutDir decides what to do with an existing out: nothing there is
-// fine; with force, an empty directory or a V2 store is replaced; anything
-// else is a usage error.
-func checkOutDir(out string, force bool) (replace bool, err error) {
-	fi, err := os.Lstat(out)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("build: %w", err)
-	case !force:
-		return false, Usagef("%s already exists (--force replaces an empty directory or a V2 store)", out)
-	case !fi.IsDir():
-		return false, Usagef("%s exists and is not a directory: --force replaces only an empty directory or a V2 store", out)
-	}
-	names, err := os.ReadDir(out)
-	if err != nil {
-		return false, fmt.Errorf("build: %w", err)
-	}
-	known := map[string]bool{store.ManifestName: true, store.SegmentsDir: true, store.IndexDir: true,
-		store.CheckpointsDir: true, store.MigrationsDir: true, store.SourceStateName: true,
-		store.TmpDir: true, store.MutationLockName: true}
-	hasStoreFile := false
-	for _, n := range names {
-		if !known[n.Name()] {
-			return false, Usagef("%s holds %q, so it is not a V2 store: --force replaces only an empty directory or a V2 store", out, n.Name())
-		}
-		hasStoreFile = hasStoreFile || n.Name() == store.ManifestName || n.Name() == store.SegmentsDir
-	}
-	if len(names) > 0 && !hasStoreFile {
-		return false, Usagef("%s has neither manifest.json nor segments/, so it is not a V2 store: --force replaces only an empty directory or a V2 store", out)
-	}
-	return true, nil
-}
-
-// install renames the sealed staging store to out. An existing out (which
-// checkOutDir accepted) is first moved aside to a backup sibling and removed
-// only once the new store is in place, so a crash leaves one or the other.
-func install(staging, out string, replace bool) error {
-	if !replace {
-		return durable.OS.RenameNoReplace(staging, out)
-	}
-	backup := out + ".backup." + hex32()
-	if err := durable.OS.RenameNoReplace(out, backup); err != nil {
-		return err
-	}
-	if err := durable.OS.RenameNoReplace(staging, out); err != nil {
-		if rerr := durable.OS.RenameNoReplace(backup, out); rerr != nil {
-			return errors.Join(err, fmt.Errorf("restore %s from %s: %w", out, backup, rerr))
-		}
-		return err
-	}
-	return durable.OS.RemoveAll(backup)
-}
-
-// hex32 is a fresh UUID as 32 lower-case hex digits, the suffix FORMAT.md §1
-// gives staging and backup siblings.
-func hex32() string {
-	u := uuid.New()
-	return fmt.Sprintf("%x", u[:])
 }

@@ -7,20 +7,29 @@
 //
 // What it holds itself:
 //
-//   - the plan of a migration (planSession: migrate, refresh, skip, needs
-//     repair or refuse, from discovery, the refusal cache and the fresh
-//     cache's verdicts);
-//   - the schedule: runJobs's reading, light and staging places, the seal
-//     workers, the lock waits that give a place up (aside.go), fsck's
-//     places; the planners (planInto) and the number of jobs (tune.CPUs);
-//   - the per-session flow under the session lock (build): read → stage
-//     (writers) → verify (verify.VerifiedStaged, VerifiedAppend) → the
-//     store's ledger and clean source state → one seal → cutover
-//     (rollback.Cutover) or, for a refresh, the incremental paths
-//     (refresh_incremental.go, refresh_inplace.go), every phase a journal
-//     event with the run's correlation id;
-//   - the end of a run: journals synced, displaced sidecars settled, the
-//     tree's state files saved (ledger).
+//   - the plan of a migration (plan.go: planSession, planByStatus —
+//     migrate, refresh, skip, needs repair or refuse, from discovery, the
+//     refusal cache (caches.go) and the fresh cache's verdicts);
+//   - the schedule (schedule.go): runJobs's reading, light and staging
+//     places, the seal workers, the lock waits that give a place up
+//     (aside.go), fsck's places; the planners (planInto) and the number of
+//     jobs (tune.CPUs);
+//   - the per-session flow under the session lock (migrate_session.go:
+//     build, then full): read → stage (writers) → verify
+//     (verify.VerifiedStaged, VerifiedAppend) → the store's ledger and
+//     clean source state → one seal → cutover (rollback.Cutover) or, for a
+//     refresh, the incremental paths (refresh_incremental.go,
+//     refresh_inplace.go), every phase a journal event with the run's
+//     correlation id;
+//   - a migrate run's steps (migrate.go): walk, lock and heal, jobs, plan
+//     and run, the end of the run (journals synced, displaced sidecars
+//     settled, the tree's state files saved);
+//   - the other commands' runs: which trees they lock, in what order they
+//     take the sessions, what they journal (fsck.go, heal.go, upgrade.go,
+//     rollback.go, prune.go, runs.go), and the read-only ones that walk
+//     and call one library function per session (verify.go, status.go,
+//     inspect.go, build.go);
+//   - the typed reports (migrate_report.go and each command's file).
 //
 // # The schedule
 //
@@ -120,10 +129,14 @@
 // atomicity_violation would claim damage that is not there.
 //
 // Everything else is a library it calls: ledger (.pisess/: journal, tree
-// lock, quarantine, runs, prune, state files), verify (checks, fsck's
-// findings, the fresh cache's verdicts), rollback (cutover, rollback, fsck's
-// repairs, heal, discards), writers (staging), readers/discover (the walk)
-// and commands/tune (the migration's extra P).
+// lock, quarantine, runs, prune, state files, a tree's summary), verify
+// (checks, a sidecar's verdict, a session's status line, fsck's findings
+// and totals, the fresh cache's verdicts), rollback (cutover, rollback,
+// fsck's repairs, heal, discards), writers (staging; build's output
+// directory), writers/upgrade (the rewrite, which files it takes, the
+// reason a legacy header is refused), writers/store (inspect's counts),
+// readers/discover (the walk, a command's paths and trees) and
+// commands/tune (the migration's extra P).
 //
 // On disk it touches nothing directly but a dry run's temporary staging
 // directory and a run's own staging directories, which it removes when a

@@ -29,13 +29,6 @@ func Usagef(format string, args ...any) error {
 // exit status 32, not 8, so that cron can tell "try later" from "broken".
 var ErrTreeLocked = ledger.ErrTreeLocked
 
-// TreeLockPath returns <tree>/.pisess/lock (ledger.TreeLockPath).
-func TreeLockPath(tree string) string { return ledger.TreeLockPath(tree) }
-
-// RefusalCacheName is the refusal cache in a tree's .pisess/
-// (ledger.RefusalCacheName).
-const RefusalCacheName = ledger.RefusalCacheName
-
 // IsTreeLocked reports whether err means another pisess run holds the tree
 // lock: ErrTreeLocked or a *durable.TreeLockedError in its chain.
 func IsTreeLocked(err error) bool {

@@ -452,7 +452,7 @@ func TestFreshCacheHeaders(t *testing.T) {
 	if err := c.Save(durable.OS, nil); err != nil {
 		t.Fatal(err)
 	}
-	trees, err := walkRootsWith(context.Background(), []string{root}, discover.Options{Headers: func(r string) discover.Headers { return verify.LoadFreshCache(r, sm.freshJudges()) }})
+	trees, err := discover.WalkPaths(context.Background(), []string{root}, discover.Options{Headers: func(r string) discover.Headers { return verify.LoadFreshCache(r, sm.freshJudges()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +462,7 @@ func TestFreshCacheHeaders(t *testing.T) {
 		}
 	}
 	migAppend(t, paths[0], migEntryLine(migEntryID(0x200), "", "pi wrote"))
-	trees, err = walkRootsWith(context.Background(), []string{root}, discover.Options{Headers: func(r string) discover.Headers { return verify.LoadFreshCache(r, sm.freshJudges()) }})
+	trees, err = discover.WalkPaths(context.Background(), []string{root}, discover.Options{Headers: func(r string) discover.Headers { return verify.LoadFreshCache(r, sm.freshJudges()) }})
 	if err != nil {
 		t.Fatal(err)
 	}

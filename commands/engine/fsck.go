@@ -102,7 +102,7 @@ func Fsck(ctx context.Context, opt FsckOptions) (FsckReport, error) {
 	if r.opt.Clock == nil {
 		r.opt.Clock = func() time.Time { return time.Now().UTC() }
 	}
-	rep := FsckReport{Repair: opt.Repair, Trees: []FsckTree{}}
+	rep := FsckReport{Repair: opt.Repair, Trees: []verify.FsckTree{}}
 	if opt.Repair {
 		rep.CorrelationID = opt.CorrelationID
 		if rep.CorrelationID == "" {
@@ -119,11 +119,11 @@ func Fsck(ctx context.Context, opt FsckOptions) (FsckReport, error) {
 		tr, err := r.tree(ctx, t)
 		rep.Trees = append(rep.Trees, tr)
 		if err != nil {
-			rep.total()
+			rep.Totals = verify.SumFsck(rep.Trees)
 			return rep, err
 		}
 	}
-	rep.total()
+	rep.Totals = verify.SumFsck(rep.Trees)
 	return rep, nil
 }
 
@@ -162,8 +162,8 @@ type treeRun struct {
 }
 
 // tree checks (and repairs) one session tree under its tree lock.
-func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
-	out := FsckTree{Root: t.Root, Findings: []FsckFinding{}, Sessions: []FsckSession{}, Skipped: append([]discover.Skipped{}, t.Skipped...)}
+func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (verify.FsckTree, error) {
+	out := verify.FsckTree{Root: t.Root, Findings: []verify.FsckFinding{}, Sessions: []verify.FsckSession{}, Skipped: append([]discover.Skipped{}, t.Skipped...)}
 	if t.SymlinkAncestor != "" {
 		// pi can open nothing here and pisess follows no symlink: not
 		// even the tree lock or the journal can be reached. Each session
@@ -178,7 +178,7 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 		// anyone from taking (and so, no other run holds it).
 		mended = ledger.MendPisess(r.opt.Ops, t.Root, r.cid)
 		if n := len(mended); n > 0 && mended[n-1].Err != nil {
-			out.Findings = append(out.Findings, mendedFindings(mended)...)
+			out.Findings = append(out.Findings, verify.MendedFindings(mended)...)
 			return out, nil
 		}
 	}
@@ -206,35 +206,14 @@ func (r *fsckRun) tree(ctx context.Context, t discover.Tree) (FsckTree, error) {
 	return r.treeLocked(ctx, t, stale, mended, hold)
 }
 
-// mendedFindings reports the objects of .pisess/ that fsck --repair found
-// of the wrong type: each moved aside (repaired), or left with the command
-// that moves it by hand.
-func mendedFindings(mended []ledger.Mended) []FsckFinding {
-	var out []FsckFinding
-	for _, m := range mended {
-		f := FsckFinding{Code: verify.CodeTreeWrongType, Path: m.Path, Action: ActionQuarantine,
-			Detail: fmt.Sprintf("%s, not %s: pisess keeps %s there", m.Is, m.Want, m.Role),
-			Repair: "fsck --repair: move it aside into the quarantine and start afresh"}
-		if m.Err != nil {
-			f.RepairError = m.Err.Error()
-			f.Repair = "cannot repair: fsck could not move it aside; by hand: " + m.Hand()
-		} else {
-			f.Repaired = true
-			f.Detail += "; moved to " + m.To
-		}
-		out = append(out, f)
-	}
-	return out
-}
-
 // treeLocked checks (and repairs) tree t, whose lock the caller holds;
 // stale is the holder text of a dead run whose lock was taken over,
 // mended the objects of .pisess/ that fsck --repair moved aside before it
 // took the lock, and hold (nil: none) records the run as the lock's
 // holder before its first change. The self-healing of migrate calls it
 // too, under migrate's lock.
-func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string, mended []ledger.Mended, hold func() error) (FsckTree, error) {
-	out := FsckTree{Root: t.Root, Findings: []FsckFinding{}, Sessions: []FsckSession{}, Skipped: append([]discover.Skipped{}, t.Skipped...)}
+func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string, mended []ledger.Mended, hold func() error) (verify.FsckTree, error) {
+	out := verify.FsckTree{Root: t.Root, Findings: []verify.FsckFinding{}, Sessions: []verify.FsckSession{}, Skipped: append([]discover.Skipped{}, t.Skipped...)}
 	j, err := ledger.OpenJournalWith(r.opt.Ops, t.Root)
 	if err != nil {
 		return out, fmt.Errorf("fsck %s: %w", t.Root, err)
@@ -258,26 +237,14 @@ func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string,
 	}
 
 	if len(mended) > 0 {
-		found := mendedFindings(mended)
-		for i, m := range mended {
-			// The new journal's first records say where the old objects went.
-			n := ledger.Note{Kind: ledger.NoteRepair, Path: m.Path,
-				Detail: fmt.Sprintf("fsck moved aside %s, which was %s, not %s, to %s", m.Path, m.Is, m.Want, m.To)}
-			if err := tr.repairs.Q.Note(n); err != nil {
-				found[i].Repaired, found[i].RepairError = false, err.Error()
-			}
-		}
+		found := verify.MendedFindings(mended)
+		tr.repairs.Mended(mended, found)
 		out.Findings = append(out.Findings, found...)
 	}
 	if stale != "" {
 		f := verify.StaleLockFinding(t.Root, stale)
 		if tr.repairs != nil {
-			// Taking the lock over was the repair; record it.
-			f.Repaired = true
-			if err := tr.repairs.Q.Note(ledger.Note{Kind: ledger.NoteRepair, Path: f.Path,
-				Detail: "stale tree lock taken over and cleared; its holder was: " + stale}); err != nil {
-				f.Repaired, f.RepairError = false, err.Error()
-			}
+			tr.repairs.TookOverLock(&f, stale)
 		}
 		out.Findings = append(out.Findings, f)
 	}
@@ -301,13 +268,9 @@ func (r *fsckRun) treeLocked(ctx context.Context, t discover.Tree, stale string,
 // endRun appends the repair run's end record for tree out to j (written
 // when it repaired anything, or took over the lock of a dead run, which
 // then counts among the runs it healed).
-func (r *fsckRun) endRun(j *ledger.Journal, out FsckTree, stale, interrupted bool) {
-	rep := FsckReport{Trees: []FsckTree{out}}
-	rep.total()
-	t := rep.Totals
+func (r *fsckRun) endRun(j *ledger.Journal, out verify.FsckTree, stale, interrupted bool) {
 	end := ledger.RunRecord{CorrelationID: r.cid, At: wire.FormatTimestamp(r.opt.Clock()), Phase: ledger.RunEnd,
-		Command: "fsck --repair", Interrupted: interrupted, Totals: map[string]int64{"sessions": int64(t.Sessions),
-			"problems": int64(t.Problems), "repaired": int64(t.Repaired), "left": int64(t.Left), "notices": int64(t.Notices)}}
+		Command: "fsck --repair", Interrupted: interrupted, Totals: verify.SumFsck([]verify.FsckTree{out}).RunTotals()}
 	if stale || j.RunStarted() {
 		for _, id := range ledger.UnendedRuns(j) {
 			if id != r.cid {
@@ -326,8 +289,8 @@ func (r *fsckRun) endRun(j *ledger.Journal, out FsckTree, stale, interrupted boo
 
 // sessions checks (and repairs) every session of the tree, opt.Jobs at a
 // time, and returns them in the tree's order.
-func (tr *treeRun) sessions(ctx context.Context) []FsckSession {
-	out := make([]FsckSession, len(tr.tree.Sessions))
+func (tr *treeRun) sessions(ctx context.Context) []verify.FsckSession {
+	out := make([]verify.FsckSession, len(tr.tree.Sessions))
 	tr.places = make(chan struct{}, max(tr.opt.Jobs, 1))
 	var wg sync.WaitGroup
 	for i := range out {
@@ -363,8 +326,8 @@ func (tr *treeRun) lock(ctx context.Context, path string) (*durable.Lock, error)
 }
 
 // session checks one session and, with --repair, repairs and re-checks it.
-func (tr *treeRun) session(ctx context.Context, s discover.Session) FsckSession {
-	out := FsckSession{Path: s.Path, Format: string(s.Format), Version: s.Version}
+func (tr *treeRun) session(ctx context.Context, s discover.Session) verify.FsckSession {
+	out := verify.FsckSession{Path: s.Path, Format: string(s.Format), Version: s.Version}
 	class, findings := verify.CheckSession(ctx, tr.opt.Ops, s)
 	out.Class, out.Findings = class, findings
 	if tr.repairs == nil || !verify.HasProblems(findings) {
@@ -374,101 +337,18 @@ func (tr *treeRun) session(ctx context.Context, s discover.Session) FsckSession 
 	return out
 }
 
-// The parts of an fsck report are verify's findings (fsck's checks live
-// there, its repairs in rollback); these are the names package commands
-// renders them by.
-type (
-	FsckFinding  = verify.FsckFinding
-	FsckSession  = verify.FsckSession
-	FsckTree     = verify.FsckTree
-	RepairAction = verify.RepairAction
-)
-
-// Repair actions and tree codes (verify's).
-const (
-	ActionNone              = verify.ActionNone
-	ActionCutTail           = verify.ActionCutTail
-	ActionRebuildIndex      = verify.ActionRebuildIndex
-	ActionRecomputeManifest = verify.ActionRecomputeManifest
-	ActionChmod             = verify.ActionChmod
-	ActionChown             = verify.ActionChown
-	ActionFinishRollback    = verify.ActionFinishRollback
-	ActionQuarantine        = verify.ActionQuarantine
-	ActionRestoreBackup     = verify.ActionRestoreBackup
-	ActionRebuild           = verify.ActionRebuild
-	ActionRefresh           = verify.ActionRefresh
-	ActionClearLock         = verify.ActionClearLock
-	ActionAcknowledge       = verify.ActionAcknowledge
-
-	CodeTreeStaging   = verify.CodeTreeStaging
-	CodeTreeBackup    = verify.CodeTreeBackup
-	CodeTreeOrphan    = verify.CodeTreeOrphan
-	CodeTreeStaleLock = verify.CodeTreeStaleLock
-	CodeTreeJournal   = verify.CodeTreeJournal
-	CodeTreeUnknown   = verify.CodeTreeUnknown
-	CodeUnchecked     = verify.CodeUnchecked
-)
-
 // FsckReport is what Fsck found and, with Repair, did.
 type FsckReport struct {
 	// CorrelationID is the run's id, which every journal note of its
 	// repairs carries and the quarantine directory is named after; "" for
 	// a check without --repair (which writes nothing).
-	CorrelationID string     `json:"correlationId,omitempty"`
-	Repair        bool       `json:"repair"`
-	Trees         []FsckTree `json:"trees"`
-	Totals        FsckTotals `json:"totals"`
+	CorrelationID string            `json:"correlationId,omitempty"`
+	Repair        bool              `json:"repair"`
+	Trees         []verify.FsckTree `json:"trees"`
+	Totals        verify.FsckTotals `json:"totals"`
 }
 
 // Tally counts the problems (notices excluded) and those repaired.
 func (r FsckReport) Tally() Tally {
 	return Tally{Problems: r.Totals.Problems, Repaired: r.Totals.Repaired}
-}
-
-// total fills in Totals.
-func (r *FsckReport) total() {
-	t := FsckTotals{Classes: map[verify.Class]int{}}
-	count := func(fs []FsckFinding) {
-		for _, f := range fs {
-			switch {
-			case f.Code == verify.CodeMoved:
-				// A record of what a repair moved, not a problem found.
-				t.Moved++
-			case f.Notice:
-				t.Notices++
-			case f.Repaired:
-				t.Problems++
-				t.Repaired++
-			default:
-				t.Problems++
-				t.Left++
-			}
-		}
-	}
-	for _, tr := range r.Trees {
-		count(tr.Findings)
-		for _, s := range tr.Sessions {
-			t.Sessions++
-			c := s.Class
-			if s.After != "" {
-				c = s.After
-			}
-			t.Classes[c]++
-			count(s.Findings)
-		}
-	}
-	r.Totals = t
-}
-
-// FsckTotals sums a report.
-type FsckTotals struct {
-	Sessions int                  `json:"sessions"`
-	Classes  map[verify.Class]int `json:"classes"`
-	Problems int                  `json:"problems"`
-	Repaired int                  `json:"repaired"`
-	Left     int                  `json:"left"`
-	Notices  int                  `json:"notices"`
-	// Moved counts what the repairs moved into the quarantine that no
-	// finding names (verify.CodeMoved: the sidecars rebuilds displaced).
-	Moved int `json:"moved,omitempty"`
 }

@@ -9,6 +9,7 @@ import (
 	"pisess/ledger"
 	"pisess/readers/discover"
 	"pisess/rollback"
+	"pisess/verify"
 )
 
 // HealReport is what a migrate run did about the leftovers of an
@@ -19,8 +20,8 @@ type HealReport struct {
 	CorrelationID string `json:"correlationId"`
 	// StaleLock is the holder text of the dead run whose tree lock this
 	// run took over ("" when none).
-	StaleLock string   `json:"staleLock,omitempty"`
-	Tree      FsckTree `json:"tree"`
+	StaleLock string          `json:"staleLock,omitempty"`
+	Tree      verify.FsckTree `json:"tree"`
 }
 
 // heal finishes or undoes what an interrupted run left in tree t before

@@ -44,7 +44,7 @@ func deadRunTree(t *testing.T, staleLock bool) (root, a, b, staging, backup stri
 		t.Fatal(err)
 	}
 	if staleLock {
-		if err := os.WriteFile(TreeLockPath(root), []byte("pid=2147483000 host=gone started=2026-01-01T00:00:00Z\n"), 0o600); err != nil {
+		if err := os.WriteFile(ledger.TreeLockPath(root), []byte("pid=2147483000 host=gone started=2026-01-01T00:00:00Z\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,158 +2,31 @@ package engine
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/rs/zerolog"
 
 	"pisess/writers/store"
-	"pisess/writers/wire"
 )
 
-// InspectReport describes one V2 store: its manifest as recorded, its
-// contents as measured, and every problem store.Check finds.
+// InspectReport is one store's inspection (store.Inspect).
 type InspectReport struct {
-	Store string `json:"store"`
-	// Manifest is nil when manifest.json is missing or unreadable (Check
-	// then lists why).
-	Manifest *wire.Manifest `json:"-"`
-	Counts   InspectCounts  `json:"counts"`
-	Problems []StoreProblem `json:"problems"`
-}
-
-// InspectCounts are measured from the store's files, not copied from the
-// manifest, so that a manifest that disagrees shows. When reading stopped
-// at damage, Complete is false and the counts cover what was read.
-type InspectCounts struct {
-	Entries      uint64 `json:"entries"`
-	Messages     uint64 `json:"messages"`
-	Branches     uint64 `json:"branches"` // parent ids with more than one child
-	Compactions  uint64 `json:"compactions"`
-	Bytes        uint64 `json:"bytes"` // frame lines with their newlines
-	Segments     uint64 `json:"segments"`
-	Checkpoints  uint64 `json:"checkpoints"`
-	LedgerEvents uint64 `json:"ledgerEvents"`
-	Complete     bool   `json:"complete"`
-}
-
-// StoreProblem is one finding of store.Check. File is relative to the store
-// root; Segment and Offset place it in a segment, Line in a line document
-// (index, ledger); zero when not applicable.
-type StoreProblem struct {
-	Class   string `json:"class"`
-	File    string `json:"file"`
-	Segment uint64 `json:"segment,omitempty"`
-	Offset  int64  `json:"offset,omitempty"`
-	Line    int64  `json:"line,omitempty"`
-	Detail  string `json:"detail"`
+	store.Inspection
 }
 
 // Tally counts every problem as left: inspect repairs nothing.
 func (r InspectReport) Tally() Tally { return Tally{Problems: len(r.Problems)} }
 
-// ManifestDocument returns the manifest as the store's manifest.json holds
-// it (pretty-printed, FORMAT.md §5), nil when there is none.
-func (r InspectReport) ManifestDocument() []byte {
-	if r.Manifest == nil {
-		return nil
-	}
-	return wire.AppendManifest(nil, *r.Manifest)
-}
-
-// Inspect reads the store at dir without writing or locking anything. An
-// error means the store could not be opened at all (dir missing, not a
-// directory, reached through a symlink); everything else is a problem in
-// the report.
+// Inspect reads the store at dir without writing or locking anything
+// (store.Inspect). An error means the store could not be opened at all
+// (dir missing, not a directory, reached through a symlink); everything
+// else is a problem in the report.
 func Inspect(ctx context.Context, dir string) (InspectReport, error) {
-	log := zerolog.Ctx(ctx)
-	// A damaged store is reported (exit 4); a directory with none of a
-	// store's parts is not a store at all (an operational error, 8).
-	any := false
-	for _, part := range []string{"manifest.json", "segments", "index"} {
-		if _, err := os.Lstat(filepath.Join(dir, part)); err == nil {
-			any = true
-		}
-	}
-	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && !any {
-		return InspectReport{}, fmt.Errorf("inspect %s: not a V2 store (it has no manifest.json, segments/ or index/)", dir)
-	}
-	st, err := store.Open(dir, store.ReadOptions{})
-	if err != nil {
-		return InspectReport{}, fmt.Errorf("inspect %s: %w", dir, err)
-	}
-	rep := InspectReport{Store: dir, Problems: []StoreProblem{}}
-	if m, err := st.Manifest(); err == nil {
-		rep.Manifest = &m
-	} else {
-		log.Debug().Err(err).Str("store", dir).Msg("no readable manifest")
-	}
-	rep.Counts, err = measure(ctx, st)
+	in, err := store.Inspect(ctx, dir)
 	if err != nil {
 		return InspectReport{}, err
 	}
-	for _, p := range st.Check() {
-		rep.Problems = append(rep.Problems, StoreProblem{
-			Class:   string(p.Class),
-			File:    relative(dir, p.Path),
-			Segment: p.Segment,
-			Offset:  p.Offset,
-			Line:    p.Line,
-			Detail:  p.Detail,
-		})
+	if in.ManifestErr != nil {
+		zerolog.Ctx(ctx).Debug().Err(in.ManifestErr).Str("store", dir).Msg("no readable manifest")
 	}
-	return rep, nil
-}
-
-// measure counts what the store holds, reading every frame once.
-func measure(ctx context.Context, st *store.Store) (InspectCounts, error) {
-	c := InspectCounts{Complete: true}
-	it := st.Entries()
-	defer it.Close()
-	children := map[string]uint32{}
-	segments := map[uint64]bool{}
-	for it.Next() {
-		if err := ctx.Err(); err != nil {
-			return InspectCounts{}, err
-		}
-		f, row := it.Frame(), it.Row()
-		c.Entries++
-		c.Bytes += row.ByteLength
-		segments[row.SegmentSeq] = true
-		switch f.EntryType {
-		case wire.EntryMessage:
-			c.Messages++
-		case wire.EntryCompaction:
-			c.Compactions++
-		}
-		if f.ParentEntryID != "" {
-			children[f.ParentEntryID]++
-			if children[f.ParentEntryID] == 2 {
-				c.Branches++
-			}
-		}
-	}
-	if it.Err() != nil {
-		c.Complete = false
-	}
-	c.Segments = uint64(len(segments))
-	if cps, err := st.Checkpoints(); err == nil {
-		c.Checkpoints = uint64(len(cps))
-	} else {
-		c.Complete = false
-	}
-	if evs, err := st.Ledger(); err == nil {
-		c.LedgerEvents = uint64(len(evs))
-	} else {
-		c.Complete = false
-	}
-	return c, nil
-}
-
-func relative(root, path string) string {
-	if rel, err := filepath.Rel(root, path); err == nil && filepath.IsLocal(rel) {
-		return filepath.ToSlash(rel)
-	}
-	return path
+	return InspectReport{in}, nil
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"pisess/commands/tune"
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
@@ -23,187 +22,8 @@ import (
 	"pisess/writers"
 	"pisess/writers/durable"
 	"pisess/writers/store"
-	"pisess/writers/upgrade"
 	"pisess/writers/wire"
 )
-
-// defaultJobs is --jobs when not given: the CPUs the process may use
-// (tune.CPUs: a container's CPU quota, not the host's CPUs).
-func defaultJobs() int { return tune.CPUs() }
-
-// plan is what migrate intends for one session, and why.
-type plan struct {
-	action PlanAction
-	reason string
-	notes  []string
-	// class is the sidecar's status class when one exists.
-	class verify.Class
-	// refusal is the planned refusal when discovery's Refusal is nil (a
-	// header version other than 3), so that the report names its line.
-	refusal *readers.RefusedError
-	// failure, when set, is the session's failure found while planning
-	// (its status could not be taken): nothing is read or written.
-	failure *ErrorInfo
-	// heal: the refresh rebuilds a damaged sidecar (class corrupt or
-	// partial) from the source, keeping the damaged one in the quarantine.
-	heal bool
-	// busy: the session's lock is held with staging beside it (pi
-	// rebuilding its sidecar): nothing is done, the result is busy.
-	busy bool
-}
-
-const sqliteNote = "pi's resume reads sidecars of JSONL sessions only: this sidecar is for pisess and future readers"
-
-// planSession decides a session's action from discovery and the
-// sidecar's status, as deep as pi's open of it (verify.StatusOpen), or the
-// tree's fresh cache (nil: none) where it vouches for the sidecar.
-func planSession(s discover.Session, force bool, fc *verify.FreshCache) plan {
-	var p plan
-	if s.Format == readers.FormatSQLitev1 {
-		p.notes = append(p.notes, sqliteNote)
-	}
-	switch {
-	case s.Refusal != nil:
-		p.action, p.reason = PlanRefuse, s.Refusal.Reason
-		return p
-	case s.ReadError != nil:
-		return unreadHeader(s, p, s.ReadError)
-	case s.Format == readers.FormatJSONLv3 && s.Version != 3:
-		r := legacyRefusal(s)
-		if r.Transient() {
-			return unreadHeader(s, p, r)
-		}
-		p.action, p.refusal, p.reason = PlanRefuse, r, r.Reason
-		return p
-	case s.SidecarIsSymlink:
-		p.action, p.reason = PlanNeedsRepair, "the sidecar is a symlink: pi can never open it; fsck --repair quarantines it"
-		if force {
-			p.action, p.reason = PlanRefresh, "the sidecar is a symlink; rebuilt from the source (--force)"
-		}
-		return p
-	}
-	leftovers := len(s.Staging) + len(s.Backups)
-	if leftovers > 0 && !force {
-		// The reference stages its own rebuild of a sidecar under the
-		// same names, holding the session lock: staging beside a held
-		// lock belongs to a live writer, never leftovers (issue 34 §1).
-		if held, err := durable.OS.LockHeld(s.Lock); err == nil && held {
-			p.action, p.busy = PlanSkip, true
-			p.reason = fmt.Sprintf("%s is held and %d staging/backup director(ies) are beside the session: pi is writing its sidecar; the next run looks again", s.Lock, leftovers)
-			return p
-		}
-	}
-	if leftovers > 0 {
-		// An interrupted run left these: fsck --repair decides whether a
-		// backup goes back or to the quarantine. Building over them would
-		// hide them (issue 7: leftovers mean needs repair).
-		if !force {
-			p.action = PlanNeedsRepair
-			p.reason = fmt.Sprintf("%d leftover staging/backup director(ies) of an interrupted run: pisess fsck --repair restores or quarantines them (or --force rebuilds from the source)", leftovers)
-			return p
-		}
-		p.notes = append(p.notes, fmt.Sprintf("%d leftover staging/backup director(ies) left for pisess fsck --repair", leftovers))
-	}
-	if s.Sidecar == "" {
-		p.action, p.reason = PlanMigrate, "no sidecar"
-		return p
-	}
-	st, err := fc.Status(s)
-	if err != nil {
-		// A status that cannot be taken (an lstat or open that failed)
-		// says nothing about the sidecar: a failure of this run, tried
-		// again by the next, never advice to repair (issue 32 §2).
-		p.action, p.reason = PlanRefresh, "the sidecar's status could not be read"
-		p.failure = &ErrorInfo{Class: string(wire.ErrorClassIOFailure), Message: "status: " + err.Error()}
-		if force {
-			p.reason, p.failure = "status could not be read; rebuilt from the source (--force)", nil
-		}
-		return p
-	}
-	p.class = st.Class
-	first := ""
-	if len(st.Findings) > 0 {
-		first = ": " + st.Findings[0].Detail
-	}
-	switch st.Class {
-	case verify.ClassMigrated:
-		p.action, p.reason = PlanSkip, "the sidecar is fresh"
-		if len(st.Findings) > 0 {
-			// Fresh, and pi opens it, but broken where pi's next change
-			// to it would fail (a mutation lock or ledger of the wrong
-			// type, an empty ledger): not a sidecar to skip.
-			p.action, p.reason = PlanNeedsRepair, "the sidecar is fresh"+first+": pisess fsck --repair rebuilds it"
-		}
-		if force {
-			p.action, p.reason = PlanRefresh, "the sidecar is fresh; rebuilt anyway (--force)"
-		}
-	case verify.ClassStale:
-		p.action, p.reason = PlanRefresh, "the sidecar is stale (the session changed since it was built)"
-		if st.Freshness != nil && st.Freshness.Reason != "" {
-			p.reason = "the sidecar is stale: " + st.Freshness.Reason
-		}
-	case verify.ClassUnmigrated:
-		p.action, p.reason = PlanMigrate, "no sidecar"
-	case verify.ClassCorrupt:
-		if onlyInvalidSourceState(st.Findings) {
-			// pi's resume reads an invalid source-state.json as stale
-			// (FORMAT.md §8), and the Rust pi rewrites it in place under
-			// the session lock, which this plan does not hold: caught
-			// mid-write, it is empty. A refresh rebuilds it from the
-			// source, as the finding's repair says.
-			p.action, p.reason = PlanRefresh, "the sidecar is stale"+first
-			break
-		}
-		fallthrough
-	default: // corrupt, partial
-		switch {
-		case force:
-			p.action, p.reason = PlanRefresh, fmt.Sprintf("the sidecar is %s%s; rebuilt from the source (--force)", st.Class, first)
-		case verify.Rebuildable(st.Findings):
-			// Damage a rebuild from the source mends (issue 34 §2): the
-			// run heals it as it heals a killed run's leftovers, and
-			// keeps the damaged sidecar in its quarantine (plan.class
-			// tells the discarder so).
-			p.action, p.heal = PlanRefresh, true
-			p.reason = fmt.Sprintf("the sidecar is %s%s: rebuilt from the source, the damaged one kept in the quarantine", st.Class, first)
-			p.notes = append(p.notes, "a repair: what pisess fsck --repair does for this sidecar, done by this run")
-		default:
-			p.action, p.reason = PlanNeedsRepair, fmt.Sprintf("the sidecar is %s%s: pisess fsck --repair repairs it", st.Class, first)
-		}
-	}
-	return p
-}
-
-// unreadHeader plans a session whose header could not be read (EACCES,
-// EMFILE, EIO: a readers.Class.Transient error): its version is unknown,
-// so no refusal can be read from it, and nothing is known of its sidecar's
-// freshness. It is a failure of this run, counted, and read again by the
-// next (issue 32 §2), never a refusal.
-func unreadHeader(s discover.Session, p plan, r *readers.RefusedError) plan {
-	p.action, p.reason = PlanMigrate, "its header could not be read"
-	if s.Sidecar != "" {
-		p.action = PlanRefresh
-	}
-	p.failure = &ErrorInfo{Class: string(wire.ErrorClassIOFailure), Message: r.Error(), Line: r.Line}
-	return p
-}
-
-// onlyInvalidSourceState reports whether the only findings are an invalid
-// source-state.json: a store otherwise sound.
-func onlyInvalidSourceState(list []verify.Finding) bool {
-	for _, f := range list {
-		if f.Code != verify.CodeSourceStateInvalid {
-			return false
-		}
-	}
-	return len(list) > 0
-}
-
-// planned is the result of a session before anything is done.
-func planned(s discover.Session, p plan) SessionResult {
-	return SessionResult{Path: s.Path, SourceFormat: string(s.Format), Action: p.action, Class: p.class, Reason: p.reason,
-		SourceBytes: s.Size, Notes: p.notes, Sidecar: discover.SidecarPath(s.Path), heal: p.heal}
-}
 
 // runSession carries out one session's plan.
 func runSession(ctx context.Context, env Env, s discover.Session, p plan, correlationID string) SessionResult {
@@ -211,47 +31,6 @@ func runSession(ctx context.Context, env Env, s discover.Session, p plan, correl
 		return res
 	}
 	return build(ctx, env, s, planned(s, p), correlationID)
-}
-
-// runs reports whether a session planned so is read or written: its plan
-// is not its result (decided).
-func (p plan) runs() bool {
-	switch p.action {
-	case PlanSkip, PlanNeedsRepair, PlanRefuse:
-		return false
-	}
-	return p.failure == nil
-}
-
-// decided returns the result of a session whose plan is its result (skip,
-// needs repair, refuse): nothing of it is read or written.
-func decided(s discover.Session, p plan) (SessionResult, bool) {
-	if p.runs() {
-		return SessionResult{}, false
-	}
-	res := planned(s, p)
-	switch {
-	case p.failure != nil:
-		res.Outcome, res.Error = OutcomeFailed, p.failure
-		return res, true
-	}
-	switch p.action {
-	case PlanSkip:
-		res.Outcome = OutcomeSkipped
-		if p.busy {
-			res.Outcome, res.Error = OutcomeBusy, &ErrorInfo{Class: "busy", Message: p.reason}
-		}
-	case PlanNeedsRepair:
-		res.Outcome = OutcomeLeft
-	case PlanRefuse:
-		res.Outcome = OutcomeRefused
-		r := s.Refusal
-		if r == nil {
-			r = p.refusal
-		}
-		res.Error = refusedInfo(r, p.reason)
-	}
-	return res, true
 }
 
 // RebuildSidecar builds the sidecar of s from its source and installs it
@@ -354,10 +133,6 @@ func (x *session) journalEvents(sync bool, evs ...wire.MigrationEvent) error {
 	return nil
 }
 
-// ClassSourceChanged is the report's error class of a session whose
-// source changed while the run read it (readers.ErrSourceChanged).
-const ClassSourceChanged = "source_changed"
-
 // failed records the failure and returns the result. A source that
 // changed while it was read is one cause wherever the run noticed it
 // (reading, verifying, before the cutover: issue 34 §3): one class, one
@@ -428,6 +203,15 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		res.Reason = "the sidecar is corrupt: " + x.damaged + ": rebuilt from the source, the damaged one kept in the quarantine"
 	}
 	env.fullPass()
+	return x.full(ctx, res)
+}
+
+// full builds the session's sidecar from its whole source (a migration,
+// or a refresh that cannot continue the old store): stage, verify, and
+// install, or in a dry run stop once verified.
+func (x *session) full(ctx context.Context, res SessionResult) SessionResult {
+	env, s := x.env, x.s
+	none := wire.Verification{}
 	// A JSONL source fingerprints itself while it is read (issue 14: one
 	// read of the source); the other formats are hashed first.
 	var fp *wire.SourceFingerprint
@@ -438,79 +222,16 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		}
 		fp = &f
 	}
-	stagingParent := filepath.Dir(x.sidecar)
-	if env.DryRun {
-		// A private directory of the run's own, flocked while it is used:
-		// one a killed dry run leaves is removed by the next pisess
-		// (privtmp.Sweep; issue 32 §3).
-		tmp, err := privtmp.Make("", privtmp.PrefixDryRun)
-		if err != nil {
-			return fail(res, "operational", fmt.Errorf("dry run: %w", err))
-		}
-		defer func() {
-			if err := tmp.Remove(); err != nil {
-				env.Log.Warn().Err(err).Str("dir", tmp.Path).Msg("dry run's staging directory left: the next run removes it")
-			}
-		}()
-		stagingParent = tmp.Path
+	staging, done, err := x.stagingDir()
+	if err != nil {
+		return fail(res, "operational", err)
 	}
-	staging := filepath.Join(stagingParent, filepath.Base(rollback.StagingPath(x.sidecar, x.migrationID)))
 	keep := false
-	defer func() {
-		if !keep {
-			// A staging directory is pisess's own partial output,
-			// invisible to pi by its name: nothing of the user's is in it.
-			env.removeStaging(staging)
-		}
-	}()
+	defer func() { done(keep) }()
 
-	src, err := s.OpenToMigrate()
-	if err != nil {
-		return x.refusedOrFailed(res, err)
-	}
-	if env.onOpened != nil {
-		env.onOpened(s.Path)
-	}
-	env.opened()
-	if id := src.Header().ID; !wire.ValidUUID(id) {
-		// The reference refuses to write a manifest for it (FORMAT.md §5):
-		// a reader's refusal, not an I/O failure of the staging store.
-		src.Close()
-		line := int64(0)
-		if s.Format == readers.FormatJSONLv3 {
-			line = 1 // the header
-		}
-		return x.refusedOrFailed(res, &readers.RefusedError{Path: s.Path, Line: line, Class: readers.ClassBadSessionID,
-			Reason: fmt.Sprintf("session id %q is not a UUID: the reference's manifest requires one (pi allows custom ids); the session stays on its JSONL", id)})
-	}
-	durable.Failpoint(fpBeforeStage)
-	if !env.DryRun {
-		if err := x.openSeal(staging, true); err != nil {
-			src.Close()
-			return x.refusedOrFailed(res, err)
-		}
-	}
-	// The staging store is written without a single fsync and sealed
-	// once, after its ledger and source state, before the cutover: it is
-	// invisible to pi until then (issue 14).
-	sops := env.Ops
-	sops.DeferSync = true
-	sopt := writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, Verified: true, SourcePath: s.Path}
-	if s.Format == readers.FormatSQLitev1 && !env.DryRun {
-		// The sidecar this build replaces, judged by its entries once it
-		// is displaced (rollback.Displaced.Database).
-		sopt.PrefixEntries = sidecarEntries(x.sidecar)
-	}
-	st, err := writers.Stage(ctx, src, staging, sopt)
-	res.prefixEntries, res.prefixChain, res.headerID = sopt.PrefixEntries, st.PrefixChain, src.Header().ID
-	rec := verify.Staged{HeaderID: src.Header().ID, SourceFormat: src.Header().Format,
-		Entries: st.Entries, ChainHash: st.ChainHash, EntryDigest: st.EntryDigest}
-	if err == nil {
-		err = x.sourceFingerprint(src, fp, &rec)
-	}
-	src.Close()
-	if err != nil {
-		return x.refusedOrFailed(res, err)
+	rec, st, res, ok := x.stage(ctx, res, staging, fp)
+	if !ok {
+		return res
 	}
 	durable.Failpoint(fpAfterStage)
 	// The staging slot is free once the store is written: its verification
@@ -523,14 +244,8 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 	}
 	uid, gid := -1, -1
 	if !env.DryRun {
-		if uid, gid, err = env.Ops.Owner(s.Path); err != nil {
-			return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("owner of %s: %w", s.Path, err))
-		}
-		if os.Geteuid() == 0 {
-			// A root-owned sidecar makes pi's open fail outright.
-			if err := env.Ops.ChownTree(staging, uid, gid); err != nil {
-				return x.failed(res, wire.ErrorClassIOFailure, none, fmt.Errorf("give %s to uid %d: %w", staging, uid, err))
-			}
+		if uid, gid, err = x.giveToOwner(staging); err != nil {
+			return x.failed(res, wire.ErrorClassIOFailure, none, err)
 		}
 	}
 
@@ -560,7 +275,112 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		return res
 	}
 
-	return x.install(ctx, res, staging, passed, v, uid, gid, func() error { return sourceUnchanged(s.Path, rec) }, st, &keep)
+	return x.install(ctx, res, staging, passed, v, uid, gid, func() error { return verify.SourceUnchanged(s.Path, rec) }, st, &keep)
+}
+
+// stagingDir names the session's staging directory: beside the sidecar,
+// or for a dry run in a private directory of the run's own, flocked while
+// it is used (one a killed dry run leaves is removed by the next pisess:
+// privtmp.Sweep; issue 32 §3). done(kept) removes it unless it was
+// installed (kept), then the dry run's directory.
+func (x *session) stagingDir() (staging string, done func(kept bool), err error) {
+	env := x.env
+	stagingParent := filepath.Dir(x.sidecar)
+	var tmp *privtmp.Dir
+	if env.DryRun {
+		tmp, err = privtmp.Make("", privtmp.PrefixDryRun)
+		if err != nil {
+			return "", nil, fmt.Errorf("dry run: %w", err)
+		}
+		stagingParent = tmp.Path
+	}
+	staging = filepath.Join(stagingParent, filepath.Base(rollback.StagingPath(x.sidecar, x.migrationID)))
+	return staging, func(kept bool) {
+		if !kept {
+			// A staging directory is pisess's own partial output,
+			// invisible to pi by its name: nothing of the user's is in it.
+			env.removeStaging(staging)
+		}
+		if tmp != nil {
+			if err := tmp.Remove(); err != nil {
+				env.Log.Warn().Err(err).Str("dir", tmp.Path).Msg("dry run's staging directory left: the next run removes it")
+			}
+		}
+	}, nil
+}
+
+// stage writes the staging store from the session's source (opened here,
+// its first pass told to the schedule) under the session's seal, and
+// returns what the read gave for the verification to compare (rec, with
+// the source's fingerprint: fp, or the one the read took). ok is false
+// when res is the session's result already (refused or failed).
+func (x *session) stage(ctx context.Context, res SessionResult, staging string, fp *wire.SourceFingerprint) (rec verify.Staged, st writers.StageResult, _ SessionResult, ok bool) {
+	env, s := x.env, x.s
+	src, err := s.OpenToMigrate()
+	if err != nil {
+		return rec, st, x.refusedOrFailed(res, err), false
+	}
+	if env.onOpened != nil {
+		env.onOpened(s.Path)
+	}
+	env.opened()
+	if id := src.Header().ID; !wire.ValidUUID(id) {
+		// The reference refuses to write a manifest for it (FORMAT.md §5):
+		// a reader's refusal, not an I/O failure of the staging store.
+		src.Close()
+		line := int64(0)
+		if s.Format == readers.FormatJSONLv3 {
+			line = 1 // the header
+		}
+		return rec, st, x.refusedOrFailed(res, &readers.RefusedError{Path: s.Path, Line: line, Class: readers.ClassBadSessionID,
+			Reason: fmt.Sprintf("session id %q is not a UUID: the reference's manifest requires one (pi allows custom ids); the session stays on its JSONL", id)}), false
+	}
+	durable.Failpoint(fpBeforeStage)
+	if !env.DryRun {
+		if err := x.openSeal(staging, true); err != nil {
+			src.Close()
+			return rec, st, x.refusedOrFailed(res, err), false
+		}
+	}
+	// The staging store is written without a single fsync and sealed
+	// once, after its ledger and source state, before the cutover: it is
+	// invisible to pi until then (issue 14).
+	sops := env.Ops
+	sops.DeferSync = true
+	sopt := writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, Verified: true, SourcePath: s.Path}
+	if s.Format == readers.FormatSQLitev1 && !env.DryRun {
+		// The sidecar this build replaces, judged by its entries once it
+		// is displaced (rollback.Displaced.Database).
+		sopt.PrefixEntries = store.ManifestEntries(x.sidecar)
+	}
+	st, err = writers.Stage(ctx, src, staging, sopt)
+	res.prefixEntries, res.prefixChain, res.headerID = sopt.PrefixEntries, st.PrefixChain, src.Header().ID
+	rec = verify.Staged{HeaderID: src.Header().ID, SourceFormat: src.Header().Format,
+		Entries: st.Entries, ChainHash: st.ChainHash, EntryDigest: st.EntryDigest}
+	if err == nil {
+		err = x.sourceFingerprint(src, fp, &rec)
+	}
+	src.Close()
+	if err != nil {
+		return rec, st, x.refusedOrFailed(res, err), false
+	}
+	return rec, st, res, true
+}
+
+// giveToOwner returns the session file's owner, and as root gives the
+// staging store to them: a root-owned sidecar makes pi's open fail
+// outright.
+func (x *session) giveToOwner(staging string) (uid, gid int, err error) {
+	ops := x.env.Ops
+	if uid, gid, err = ops.Owner(x.s.Path); err != nil {
+		return -1, -1, fmt.Errorf("owner of %s: %w", x.s.Path, err)
+	}
+	if os.Geteuid() == 0 {
+		if err := ops.ChownTree(staging, uid, gid); err != nil {
+			return -1, -1, fmt.Errorf("give %s to uid %d: %w", staging, uid, err)
+		}
+	}
+	return uid, gid, nil
 }
 
 // openSeal opens the session's seal (durable.Seal) on dir, the store
@@ -711,20 +531,6 @@ func (x *session) storeEvents(v wire.Verification) []wire.MigrationEvent {
 	return evs
 }
 
-// sidecarEntries is the entry count the manifest of the sidecar at dir
-// states, 0 when there is none to read.
-func sidecarEntries(dir string) uint64 {
-	st, err := store.Open(dir, store.ReadOptions{OnceManifest: true})
-	if err != nil {
-		return 0
-	}
-	m, err := st.Manifest()
-	if err != nil {
-		return 0
-	}
-	return m.Counters.EntriesTotal
-}
-
 // sourceFingerprint fills rec's fingerprint: the one a JSONL source took
 // while it was read, or fp, taken before the read.
 func (x *session) sourceFingerprint(src readers.Source, fp *wire.SourceFingerprint, rec *verify.Staged) error {
@@ -743,41 +549,6 @@ func (x *session) sourceFingerprint(src readers.Source, fp *wire.SourceFingerpri
 	rec.Fingerprint, rec.Info = f, js.FileInfo()
 	x.prefix = js.Prefix()
 	return nil
-}
-
-// sourceUnchanged checks, just before the cutover, that the source is still
-// what the sidecar will claim: by its status when the read took it (any
-// write moves the change time), else by hashing it again.
-func sourceUnchanged(path string, rec verify.Staged) error {
-	stale := &readers.SourceChangedError{Path: path, Detail: "it moved between the read and the cutover"}
-	if rec.Info != nil {
-		now, err := os.Lstat(path)
-		if err != nil {
-			return fmt.Errorf("%w (%v)", stale, err)
-		}
-		if !verify.SameStatus(rec.Info, now) {
-			return stale
-		}
-		return nil
-	}
-	now, err := verify.Fingerprint(path)
-	if err != nil {
-		return fmt.Errorf("%w (%v)", stale, err)
-	}
-	if !sameFingerprint(now, rec.Fingerprint) {
-		return stale
-	}
-	return nil
-}
-
-func sameFingerprint(a, b wire.SourceFingerprint) bool {
-	if a.ByteLength != b.ByteLength || a.SHA256 != b.SHA256 {
-		return false
-	}
-	if (a.FileIdentity == nil) != (b.FileIdentity == nil) {
-		return false
-	}
-	return a.FileIdentity == nil || *a.FileIdentity == *b.FileIdentity
 }
 
 // refusedOrFailed turns the reference's verdict on the session's bytes
@@ -814,35 +585,4 @@ func firstFindings(list []verify.Finding, n int) string {
 		parts = append(parts, f.String())
 	}
 	return strings.Join(parts, "; ")
-}
-
-// legacyRefusal says why the reference will not migrate a JSONL session
-// whose header is not a plain version 3 (or returns the transient error
-// that kept it from reading the header), and whether `pisess upgrade` can
-// help: only when pi itself reads the file as version 1 or 2 (pi's rule:
-// the last "version" member, `version ?? 1`, below 3) does pi rewrite it,
-// and so can the upgrade. The reason is the reference's own (a duplicate
-// member, a version it does not know), not a guess from the first member.
-func legacyRefusal(s discover.Session) *readers.RefusedError {
-	class, reason := readers.ClassUnsupportedVer, fmt.Sprintf("header version %d: the reference migrates version 3 only", s.Version)
-	if s.Version == 0 {
-		reason = "no header version (a version 1 file): the reference migrates version 3 only"
-	}
-	if _, _, err := jsonl.Sniff(s.Path); err != nil {
-		if r := readers.AsRefused(err); r != nil {
-			if r.Transient() {
-				return r // no verdict: the header could not be read now
-			}
-			class, reason = r.Class, r.Reason
-		}
-	}
-	switch v, err := upgrade.Sniff(s.Path); {
-	case err != nil:
-		reason += "; pi cannot read its header either (" + err.Error() + ")"
-	case v == 1 || v == 2:
-		reason += fmt.Sprintf("; pi reads it as version %d and rewrites it as version 3 when it opens it: `pisess upgrade %s` does the same now", v, s.Path)
-	default:
-		reason += "; pi reads it as a current file and never rewrites it, so `pisess upgrade` cannot help: only a new session (or an edit of the header) can"
-	}
-	return &readers.RefusedError{Path: s.Path, Line: 1, Class: class, Reason: reason}
 }

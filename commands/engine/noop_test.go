@@ -47,7 +47,7 @@ func noopTree(tb testing.TB) (root, accepted, refused string) {
 // appends nothing to the journal and creates no file in the tree.
 func TestMigrateNoopWritesNothing(t *testing.T) {
 	root, accepted, refused := noopTree(t)
-	if _, err := os.Stat(filepath.Join(root, discover.PisessDir, RefusalCacheName)); err != nil {
+	if _, err := os.Stat(filepath.Join(root, discover.PisessDir, ledger.RefusalCacheName)); err != nil {
 		t.Fatalf("no refusal cache: %v", err)
 	}
 	// The run that refused it locked it; later runs must not even create
@@ -73,7 +73,7 @@ func TestMigrateNoopWritesNothing(t *testing.T) {
 	rep := migRun(t, opt)
 	held.Unlock()
 	s := migResult(t, rep, refused)
-	if s.Outcome != OutcomeRefused || s.Error == nil || !strings.Contains(strings.Join(s.Notes, " "), RefusalCacheName) {
+	if s.Outcome != OutcomeRefused || s.Error == nil || !strings.Contains(strings.Join(s.Notes, " "), ledger.RefusalCacheName) {
 		t.Fatalf("refused session on the no-op run: %+v", s)
 	}
 	if s.Error.Class != "missing_parent" && !strings.Contains(s.Reason, "parent") {
@@ -96,7 +96,7 @@ func TestMigrateNoopWritesNothing(t *testing.T) {
 	f.Close()
 	rep = migRun(t, migOptions(root))
 	s = migResult(t, rep, refused)
-	if s.Outcome != OutcomeRefused || strings.Contains(strings.Join(s.Notes, " "), RefusalCacheName) {
+	if s.Outcome != OutcomeRefused || strings.Contains(strings.Join(s.Notes, " "), ledger.RefusalCacheName) {
 		t.Fatalf("a changed refused session was not read again: %+v", s)
 	}
 	if _, err := os.Stat(discover.LockPath(refused)); err != nil {
@@ -104,7 +104,7 @@ func TestMigrateNoopWritesNothing(t *testing.T) {
 	}
 	mid := fixtures.TreeDigest(t, root)
 	rep = migRun(t, migOptions(root))
-	if s := migResult(t, rep, refused); !strings.Contains(strings.Join(s.Notes, " "), RefusalCacheName) {
+	if s := migResult(t, rep, refused); !strings.Contains(strings.Join(s.Notes, " "), ledger.RefusalCacheName) {
 		t.Fatalf("the new identity was not remembered: %+v", s)
 	}
 	if diff := migDigestDiff(mid, fixtures.TreeDigest(t, root), nil); len(diff) != 0 {
@@ -117,7 +117,7 @@ func TestMigrateNoopWritesNothing(t *testing.T) {
 // place are ignored: the sessions are read as if there were no cache.
 func TestRefusalCacheUntrusted(t *testing.T) {
 	root, _, refused := noopTree(t)
-	cache := filepath.Join(root, discover.PisessDir, RefusalCacheName)
+	cache := filepath.Join(root, discover.PisessDir, ledger.RefusalCacheName)
 	for name, content := range map[string]string{
 		"garbage":     "{not json",
 		"outside":     `{"version":1,"pisess":` + strconv.Quote(ledger.Stamp()) + `,"sessions":{"../x.jsonl":{"identity":{},"class":"c","reason":"r"}}}`,
@@ -128,7 +128,7 @@ func TestRefusalCacheUntrusted(t *testing.T) {
 		}
 		rep := migRun(t, migOptions(root))
 		s := migResult(t, rep, refused)
-		if s.Outcome != OutcomeRefused || s.Reason == "forged" || strings.Contains(strings.Join(s.Notes, " "), RefusalCacheName) {
+		if s.Outcome != OutcomeRefused || s.Reason == "forged" || strings.Contains(strings.Join(s.Notes, " "), ledger.RefusalCacheName) {
 			t.Fatalf("%s: %+v", name, s)
 		}
 	}
@@ -137,7 +137,7 @@ func TestRefusalCacheUntrusted(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := migRun(t, migOptions(root))
-	if s := migResult(t, rep, refused); s.Outcome != OutcomeRefused || strings.Contains(strings.Join(s.Notes, " "), RefusalCacheName) {
+	if s := migResult(t, rep, refused); s.Outcome != OutcomeRefused || strings.Contains(strings.Join(s.Notes, " "), ledger.RefusalCacheName) {
 		t.Fatalf("symlinked cache: %+v", s)
 	}
 	if fi, err := os.Lstat(cache); err != nil || fi.Mode()&os.ModeSymlink == 0 {

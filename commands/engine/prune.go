@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"pisess/ledger"
+	"pisess/readers/discover"
 	"pisess/writers/durable"
 )
 
@@ -54,7 +55,7 @@ func Prune(ctx context.Context, opt PruneOptions) (PruneReport, error) {
 	}
 	cutoff := now.Add(-opt.KeepWithin)
 	rep := PruneReport{DryRun: opt.DryRun, Cutoff: cutoff.UTC().Format(time.RFC3339), Trees: []ledger.PruneTree{}}
-	roots, err := treeRoots(opt.Paths)
+	roots, err := discover.TreeRoots(opt.Paths)
 	if err != nil {
 		return rep, err
 	}

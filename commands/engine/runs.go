@@ -2,10 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 
 	"pisess/ledger"
 	"pisess/readers/discover"
@@ -36,7 +32,7 @@ type RunsOptions struct {
 // Runs lists the runs each tree's journal records (issue 12, item 7). It
 // only reads: no lock, nothing written.
 func Runs(ctx context.Context, opt RunsOptions) (RunsReport, error) {
-	roots, err := treeRoots(opt.Paths)
+	roots, err := discover.TreeRoots(opt.Paths)
 	if err != nil {
 		return RunsReport{}, err
 	}
@@ -52,34 +48,4 @@ func Runs(ctx context.Context, opt RunsOptions) (RunsReport, error) {
 		rep.Trees = append(rep.Trees, TreeRuns{Root: root, Runs: runs, BadLines: bad})
 	}
 	return rep, nil
-}
-
-// treeRoots resolves paths (none: the default tree) to their distinct tree
-// roots (discover.TreeRoot), sorted.
-func treeRoots(paths []string) ([]string, error) {
-	if len(paths) == 0 {
-		d, err := discover.DefaultRoots()
-		if err != nil {
-			return nil, fmt.Errorf("default session tree: %w", err)
-		}
-		paths = d
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, p := range paths {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return nil, fmt.Errorf("tree %s: %w", p, err)
-		}
-		if _, err := os.Lstat(abs); err != nil {
-			return nil, fmt.Errorf("session tree %s: %w", p, err)
-		}
-		root := discover.TreeRoot(abs)
-		if !seen[root] {
-			seen[root] = true
-			out = append(out, root)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
 }

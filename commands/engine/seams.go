@@ -22,26 +22,13 @@ type seams struct {
 	walked func()
 }
 
-// verify.FreshJudges returns the fresh cache's checks: the test's where it gave
+// freshJudges returns the fresh cache's checks: the test's where it gave
 // them, else the defaults.
 func (s *seams) freshJudges() verify.FreshJudges {
-	j := verify.DefaultFreshJudges()
 	if s == nil {
-		return j
+		return verify.DefaultFreshJudges()
 	}
-	if s.judges.RacyWindow != 0 {
-		j.RacyWindow = s.judges.RacyWindow
-	}
-	if s.judges.StatusOpen != nil {
-		j.StatusOpen = s.judges.StatusOpen
-	}
-	if s.judges.StatusVouched != nil {
-		j.StatusVouched = s.judges.StatusVouched
-	}
-	if s.judges.FineCtime != nil {
-		j.FineCtime = s.judges.FineCtime
-	}
-	return j
+	return s.judges.OrDefault()
 }
 
 // linger is how long a session's seal waits for others to share its

@@ -18,10 +18,6 @@ import (
 	"pisess/writers/wire"
 )
 
-// QuarantineKindPreUpgrade names the quarantine copy of an upgraded
-// session's original: <tree>/.pisess/quarantine/<id>/<rel>.pre-upgrade.
-const QuarantineKindPreUpgrade = "pre-upgrade"
-
 // UpgradeOptions configure Upgrade.
 type UpgradeOptions struct {
 	// Paths are session files or trees; none means discover.DefaultRoots.
@@ -42,22 +38,6 @@ type UpgradeOptions struct {
 	Ops durable.Ops
 }
 
-// UpgradeTotals counts the files of an upgrade run by status.
-type UpgradeTotals struct {
-	Files    int `json:"files"`
-	Upgraded int `json:"upgraded"`
-	Planned  int `json:"wouldUpgrade"`
-	Current  int `json:"alreadyV3"`
-	Skipped  int `json:"skipped"`
-	Refused  int `json:"refused"`
-	Busy     int `json:"busy"`
-	Changed  int `json:"changed"`
-	Failed   int `json:"failed"`
-	// NotMigratable counts upgraded (or, in a dry run, upgradable) files
-	// the reference still cannot migrate.
-	NotMigratable int `json:"notMigratable"`
-}
-
 // UpgradeReport is the result of Upgrade: one upgrade.Result per session
 // found, in discovery order.
 type UpgradeReport struct {
@@ -65,7 +45,7 @@ type UpgradeReport struct {
 	DryRun        bool             `json:"dryRun"`
 	Trees         []string         `json:"trees"`
 	Files         []upgrade.Result `json:"files"`
-	Totals        UpgradeTotals    `json:"totals"`
+	Totals        upgrade.Totals   `json:"totals"`
 	// Skipped are entries discovery did not take as sessions.
 	Skipped []discover.Skipped `json:"skippedEntries,omitempty"`
 }
@@ -95,7 +75,7 @@ func Upgrade(ctx context.Context, opt UpgradeOptions) (UpgradeReport, error) {
 	}
 	log := zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger()
 	rep := UpgradeReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Files: []upgrade.Result{}}
-	trees, err := walkRoots(ctx, opt.Paths)
+	trees, err := discover.WalkPaths(ctx, opt.Paths, discover.Options{})
 	if err != nil {
 		return rep, err
 	}
@@ -103,11 +83,11 @@ func Upgrade(ctx context.Context, opt UpgradeOptions) (UpgradeReport, error) {
 		rep.Trees = append(rep.Trees, t.Root)
 		t.Sessions = append(t.Sessions, piSessions(&t, &rep)...)
 		if err := upgradeTree(ctx, opt, t, &rep, log); err != nil {
-			rep.Totals = upgradeTotals(rep.Files)
+			rep.Totals = upgrade.Count(rep.Files)
 			return rep, err
 		}
 	}
-	rep.Totals = upgradeTotals(rep.Files)
+	rep.Totals = upgrade.Count(rep.Files)
 	if err := ctx.Err(); err != nil {
 		return rep, fmt.Errorf("upgrade interrupted: %w", err)
 	}
@@ -158,31 +138,15 @@ func checkUpgradeOptions(opt *UpgradeOptions) error {
 	return nil
 }
 
-// piVersion is the header version pi gives a JSONL session (the last
-// "version" member, `version ?? 1`; upgrade.NewerVersion above 3), read
-// from the first line only: what decides whether pi, and so the upgrade,
-// rewrites the file. The reference's stricter reading (discovery's) does
-// not: a header pi reads as version 3 is never pi's to rewrite.
-type piVersion struct {
-	v   int
-	err error
-}
-
-func piVersions(t discover.Tree) map[string]piVersion {
-	out := map[string]piVersion{}
+// piVersions are the header versions pi gives the JSONL sessions of t.
+func piVersions(t discover.Tree) map[string]upgrade.PiVersion {
+	out := map[string]upgrade.PiVersion{}
 	for _, s := range t.Sessions {
 		if s.Format == readers.FormatJSONLv3 {
-			v, err := upgrade.Sniff(s.Path)
-			out[s.Path] = piVersion{v, err}
+			out[s.Path] = upgrade.SniffVersion(s.Path)
 		}
 	}
 	return out
-}
-
-// needsUpgrade reports whether a session must be opened (and so locked):
-// a JSONL session pi reads as version 1 or 2.
-func needsUpgrade(s discover.Session, pv piVersion) bool {
-	return s.Format == readers.FormatJSONLv3 && pv.err == nil && (pv.v == 1 || pv.v == 2)
 }
 
 // upgradeTree upgrades the sessions of one tree. The tree lock is taken
@@ -195,7 +159,7 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 	if !opt.DryRun {
 		need := false
 		for _, s := range t.Sessions {
-			need = need || needsUpgrade(s, versions[s.Path])
+			need = need || s.Format == readers.FormatJSONLv3 && versions[s.Path].Legacy()
 		}
 		if need {
 			l, _, err := ledger.LockTreeWait(ctx, opt.Ops, t.Root, opt.LockWait)
@@ -216,7 +180,7 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 			// change to the tree.
 			journal.BeginRun(ledger.RunRecord{CorrelationID: opt.CorrelationID, At: wire.FormatTimestamp(opt.Clock()),
 				Phase: ledger.RunStart, Command: "upgrade", PID: os.Getpid()}, nil)
-			defer func() { endUpgradeRun(journal, opt, upgradeTotals(rep.Files[base:]), ctx.Err() != nil, log) }()
+			defer func() { endUpgradeRun(journal, opt, upgrade.Count(rep.Files[base:]), ctx.Err() != nil, log) }()
 		}
 	}
 	// Each session lock is tried once first; the sessions pi holds are
@@ -255,11 +219,9 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 
 // endUpgradeRun appends the run's end record for a tree (when it wrote
 // anything there) and syncs the journal.
-func endUpgradeRun(j *ledger.Journal, opt UpgradeOptions, t UpgradeTotals, interrupted bool, log zerolog.Logger) {
+func endUpgradeRun(j *ledger.Journal, opt UpgradeOptions, t upgrade.Totals, interrupted bool, log zerolog.Logger) {
 	end := ledger.RunRecord{CorrelationID: opt.CorrelationID, At: wire.FormatTimestamp(opt.Clock()), Phase: ledger.RunEnd,
-		Command: "upgrade", Interrupted: interrupted, Totals: map[string]int64{"files": int64(t.Files),
-			"upgraded": int64(t.Upgraded), "refused": int64(t.Refused), "busy": int64(t.Busy), "changed": int64(t.Changed),
-			"failed": int64(t.Failed)}}
+		Command: "upgrade", Interrupted: interrupted, Totals: t.RunTotals()}
 	err := j.EndRun(end, false)
 	if err == nil {
 		err = j.Sync()
@@ -282,30 +244,16 @@ func logUpgrade(log zerolog.Logger, res *upgrade.Result, err error) error {
 	return nil
 }
 
-func upgradeSession(ctx context.Context, opt UpgradeOptions, s discover.Session, pv piVersion, journal *ledger.Journal) (*upgrade.Result, error) {
-	res := &upgrade.Result{Path: s.Path}
-	switch {
-	case s.Format != readers.FormatJSONLv3:
-		res.Status = upgrade.StatusSkipped
-		res.Problem = &upgrade.Problem{Class: "not_jsonl", Reason: fmt.Sprintf("a %s session: only JSONL sessions have versions to upgrade", s.Format)}
-		return res, nil
-	case pv.err != nil:
-		res.Status = upgrade.StatusRefused
-		res.Problem = &upgrade.Problem{Class: readers.ClassBadHeader, Reason: pv.err.Error()}
-		if r := readers.AsRefused(pv.err); r != nil {
-			res.Problem = &upgrade.Problem{Line: r.Line, Class: r.Class, Reason: r.Reason}
-		}
-		return res, nil
-	case pv.v == 3:
-		res.Status, res.Version = upgrade.StatusCurrent, 3
-		return res, nil
-	case pv.v == upgrade.NewerVersion:
-		res.Status, res.Version, res.Problem = upgrade.StatusSkipped, pv.v, upgrade.NotLegacy()
+// upgradeSession upgrades one session (upgrade.Upgrade), each of its
+// steps a journal note of the run, unless its version settles it
+// (upgrade.Settled).
+func upgradeSession(ctx context.Context, opt UpgradeOptions, s discover.Session, pv upgrade.PiVersion, journal *ledger.Journal) (*upgrade.Result, error) {
+	if res, ok := upgrade.Settled(s.Path, s.Format, pv); ok {
 		return res, nil
 	}
 	uo := upgrade.Options{DryRun: opt.DryRun, LockTimeout: opt.LockTimeout, Ops: opt.Ops}
 	if !opt.DryRun {
-		q := ledger.QuarantinePath(s.Tree, opt.CorrelationID, s.Rel, QuarantineKindPreUpgrade)
+		q := ledger.QuarantinePath(s.Tree, opt.CorrelationID, s.Rel, upgrade.QuarantineKind)
 		uo.Tree, uo.QuarantinePath = s.Tree, q
 		uo.Record = func(e upgrade.Event) error {
 			kind := ledger.NoteUpgraded
@@ -329,33 +277,4 @@ func upgradeSession(ctx context.Context, opt UpgradeOptions, s discover.Session,
 		}
 	}
 	return upgrade.Upgrade(ctx, s.Path, uo)
-}
-
-func upgradeTotals(files []upgrade.Result) UpgradeTotals {
-	t := UpgradeTotals{Files: len(files)}
-	for _, f := range files {
-		switch f.Status {
-		case upgrade.StatusUpgraded:
-			t.Upgraded++
-		case upgrade.StatusPlanned:
-			t.Planned++
-		case upgrade.StatusCurrent:
-			t.Current++
-		case upgrade.StatusSkipped:
-			t.Skipped++
-		case upgrade.StatusRefused:
-			t.Refused++
-		case upgrade.StatusBusy:
-			t.Busy++
-		case upgrade.StatusChanged:
-			t.Changed++
-		case upgrade.StatusFailed:
-			t.Failed++
-		}
-		if f.Reference != nil && !f.Reference.Migratable &&
-			(f.Status == upgrade.StatusUpgraded || f.Status == upgrade.StatusPlanned) {
-			t.NotMigratable++
-		}
-	}
-	return t
 }

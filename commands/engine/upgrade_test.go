@@ -132,7 +132,7 @@ func TestUpgradeRun(t *testing.T) {
 		if got, _ := os.ReadFile(n.QuarantinePath); string(got) != originals[n.Session] {
 			t.Errorf("%s: quarantine copy differs from the original", n.Session)
 		}
-		if want := ledger.QuarantinePath(tree, cid, filepath.Join("--x--", filepath.Base(n.Session)), QuarantineKindPreUpgrade); n.QuarantinePath != want {
+		if want := ledger.QuarantinePath(tree, cid, filepath.Join("--x--", filepath.Base(n.Session)), upgrade.QuarantineKind); n.QuarantinePath != want {
 			t.Errorf("quarantine path %s, want %s", n.QuarantinePath, want)
 		}
 	}

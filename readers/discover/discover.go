@@ -114,6 +114,22 @@ func SidecarPath(sessionPath string) string {
 	return filepath.Join(dir, stem(name)+SidecarSuffix)
 }
 
+// SessionOfSidecar maps <stem>.v2 to its session file (<stem>.jsonl, else
+// <stem>.sqlite); ok is false when path is not a sidecar's name or neither
+// file exists.
+func SessionOfSidecar(path string) (string, bool) {
+	stem, ok := strings.CutSuffix(filepath.Clean(path), SidecarSuffix)
+	if !ok {
+		return "", false
+	}
+	for _, ext := range []string{ExtJSONL, ExtSQLite} {
+		if _, err := os.Lstat(stem + ext); err == nil {
+			return stem + ext, true
+		}
+	}
+	return "", false
+}
+
 // LockPath returns the session lock file, <session path>.lock.
 func LockPath(sessionPath string) string { return sessionPath + ".lock" }
 
@@ -191,6 +207,29 @@ func Walk(roots []string) ([]Tree, error) { return WalkWith(roots, Options{}) }
 // WalkWith is [Walk] with options.
 func WalkWith(roots []string, opt Options) ([]Tree, error) {
 	return WalkContext(context.Background(), roots, opt)
+}
+
+// WalkPaths is [WalkContext] over paths, the default tree
+// ([DefaultRoots]) when there are none, each of which must exist: the
+// walk of a run over the paths of its command line.
+func WalkPaths(ctx context.Context, paths []string, opt Options) ([]Tree, error) {
+	if len(paths) == 0 {
+		roots, err := DefaultRoots()
+		if err != nil {
+			return nil, fmt.Errorf("default session tree: %w", err)
+		}
+		paths = roots
+	}
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err != nil {
+			return nil, fmt.Errorf("session tree %s: %w", p, err)
+		}
+	}
+	trees, err := WalkContext(ctx, paths, opt)
+	if err != nil {
+		return nil, fmt.Errorf("discover sessions: %w", err)
+	}
+	return trees, nil
 }
 
 // WalkContext is [WalkWith] that stops when ctx is done: between
@@ -296,6 +335,36 @@ func WalkContext(ctx context.Context, roots []string, opt Options) ([]Tree, erro
 // TreeOfFile returns the tree of a session file given alone; it is
 // [TreeRoot] (kept for its callers).
 func TreeOfFile(path string) string { return TreeRoot(path) }
+
+// TreeRoots resolves paths (none: the default tree, [DefaultRoots]) to
+// their distinct tree roots ([TreeRoot]), sorted; each path must exist.
+func TreeRoots(paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		d, err := DefaultRoots()
+		if err != nil {
+			return nil, fmt.Errorf("default session tree: %w", err)
+		}
+		paths = d
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("tree %s: %w", p, err)
+		}
+		if _, err := os.Lstat(abs); err != nil {
+			return nil, fmt.Errorf("session tree %s: %w", p, err)
+		}
+		root := TreeRoot(abs)
+		if !seen[root] {
+			seen[root] = true
+			out = append(out, root)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
 
 // TreeRoot returns the root of the session tree that path (a session file
 // or a directory, absolute and clean) belongs to, the directory whose

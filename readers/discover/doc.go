@@ -4,7 +4,9 @@
 // siblings an interrupted run may have left, and its <path>.lock, and says
 // up front which sessions pisess must refuse because pi could never open
 // their sidecar (a symlinked session file, a symlinked ancestor directory)
-// or because two sessions would claim the same sidecar.
+// or because two sessions would claim the same sidecar. The names are its
+// too: SidecarPath, LockPath, and back from a sidecar to its session
+// (SessionOfSidecar).
 //
 // Discovery only reads directory entries and the first line or header row
 // of candidate files. It follows no symlink: a symlinked session file is
@@ -15,5 +17,7 @@
 // It also says where sessions are by default: a user's own default tree
 // (DefaultRoots, from the environment), and for root's --all-users every
 // account's (Accounts, from the system's user database through getent,
-// which it runs; UserDefaultRoot).
+// which it runs; UserDefaultRoot); and which tree a path belongs to
+// (TreeRoot, TreeRoots). WalkPaths walks the paths of a command line, the
+// default tree when there are none.
 package discover

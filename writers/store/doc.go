@@ -49,5 +49,7 @@
 // manifest_mismatch, invariant_false, bad_document, unindexed_segment,
 // bad_mode, symlink). CutTornTail, RebuildIndex and RecomputeManifest are
 // the primitives a repair composes; the caller holds the store mutation
-// lock (LockMutation) when the store is live.
+// lock (LockMutation) when the store is live. Inspect reads a store whole
+// for `pisess inspect`: its manifest, its counts measured from the frames,
+// and Check's problems.
 package store

@@ -55,6 +55,16 @@
 // numbers of every notation, duplicates, white space, line endings, BOM)
 // and on the real pi's own sessions relabelled as version 2.
 //
+// # Which files, and what the reference says of them
+//
+// The version pi reads decides ([PiVersion], [SniffVersion]): a file pi
+// reads as version 1 or 2 is rewritten ([PiVersion.Legacy]); any other
+// has its result without being opened ([Settled]: not JSONL, a header pi
+// cannot read, already version 3, newer). [LegacyRefusal] is the reason
+// migrate gives for a JSONL session that is not a plain version 3: the
+// reference's own, and whether this upgrade can help. [Count] totals a
+// run's results.
+//
 // # Lines pi would drop, and what pisess does with them
 //
 //   - pi reads content.trim().split("\n"): JavaScript white space (tab, VT,

@@ -158,3 +158,56 @@ const (
 	// pisess put the concurrent writer's version back at Path.
 	EventRestored EventKind = "restored"
 )
+
+// Totals counts the files of an upgrade run by status.
+type Totals struct {
+	Files    int `json:"files"`
+	Upgraded int `json:"upgraded"`
+	Planned  int `json:"wouldUpgrade"`
+	Current  int `json:"alreadyV3"`
+	Skipped  int `json:"skipped"`
+	Refused  int `json:"refused"`
+	Busy     int `json:"busy"`
+	Changed  int `json:"changed"`
+	Failed   int `json:"failed"`
+	// NotMigratable counts upgraded (or, in a dry run, upgradable) files
+	// the reference still cannot migrate.
+	NotMigratable int `json:"notMigratable"`
+}
+
+// Count totals files.
+func Count(files []Result) Totals {
+	t := Totals{Files: len(files)}
+	for _, f := range files {
+		switch f.Status {
+		case StatusUpgraded:
+			t.Upgraded++
+		case StatusPlanned:
+			t.Planned++
+		case StatusCurrent:
+			t.Current++
+		case StatusSkipped:
+			t.Skipped++
+		case StatusRefused:
+			t.Refused++
+		case StatusBusy:
+			t.Busy++
+		case StatusChanged:
+			t.Changed++
+		case StatusFailed:
+			t.Failed++
+		}
+		if f.Reference != nil && !f.Reference.Migratable &&
+			(f.Status == StatusUpgraded || f.Status == StatusPlanned) {
+			t.NotMigratable++
+		}
+	}
+	return t
+}
+
+// RunTotals are t by name, as a run's end record keeps them
+// (ledger.RunRecord.Totals).
+func (t Totals) RunTotals() map[string]int64 {
+	return map[string]int64{"files": int64(t.Files), "upgraded": int64(t.Upgraded), "refused": int64(t.Refused),
+		"busy": int64(t.Busy), "changed": int64(t.Changed), "failed": int64(t.Failed)}
+}

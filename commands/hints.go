@@ -1,4 +1,4 @@
-package engine
+package commands
 
 import (
 	"path/filepath"
@@ -32,15 +32,15 @@ func treeArgs(trees []string) string {
 	return b.String()
 }
 
-// RollbackHint is the command that undoes run id over trees, with the
+// rollbackHint is the command that undoes run id over trees, with the
 // --tree flags it needs to find their journals (issue 12: a printed hint
 // must work as printed).
-func RollbackHint(id string, trees []string) string {
+func rollbackHint(id string, trees []string) string {
 	return "pisess rollback" + treeArgs(trees) + " " + id
 }
 
-// RepairHint is the fsck --repair command line for trees.
-func RepairHint(trees []string) string {
+// repairHint is the fsck --repair command line for trees.
+func repairHint(trees []string) string {
 	var b strings.Builder
 	b.WriteString("pisess fsck --repair")
 	for _, t := range trees {

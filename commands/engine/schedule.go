@@ -1,0 +1,499 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"pisess/commands/tune"
+	"pisess/ledger"
+	"pisess/readers"
+	"pisess/readers/discover"
+	"pisess/verify"
+	"pisess/writers/durable"
+)
+
+// The schedule of a migrate run: the jobs and their order, the planners
+// (planInto), the pipeline that runs the sessions with reading, light and
+// staging places (runJobs, buildSlot), what a session's flow is given of
+// its run (Env), and the order sessions are reported in (sessionReporter).
+// doc.go's "The schedule" says why it is shaped so.
+
+// Env is what the per-session pipeline needs from its run.
+type Env struct {
+	Clock           func() time.Time
+	Ops             durable.Ops
+	MaxSegmentBytes int64
+	LockTimeout     time.Duration
+	DryRun          bool
+	Force           bool
+	// Journal is the session's tree journal (nil in a dry run, which
+	// writes nothing in the tree).
+	Journal *ledger.Journal
+	Log     zerolog.Logger
+	// Refresh is the session's tree's refresh record (nil: every refresh
+	// is a full rebuild, and nothing is recorded).
+	Refresh *ledger.RefreshRecords
+	// Fresh is the session's tree's fresh cache (nil: a sidecar written is
+	// judged by a status next run).
+	Fresh *verify.FreshCache
+	// InPlace lets an incremental refresh continue the sidecar where it
+	// lies (refreshInPlace) instead of through a staging copy.
+	InPlace bool
+	// slot, when set, is the session's place in runJobs' pipeline.
+	slot *buildSlot
+	// waitAside, when set (fsck's rebuilds), runs a wait for a lock
+	// without the session's place in its caller's pool.
+	waitAside func(wait func())
+	// sessionLocked says the caller holds the session lock for the whole
+	// build (fsck --repair holds it from its check to its rebuild): the
+	// build takes none.
+	sessionLocked bool
+	// onOpened, when set (a test's seams.opened), is called with the
+	// session's path when its source has had its first pass.
+	onOpened func(path string)
+	// leftovers, when set, holds the staging directories a session could
+	// not remove (EMFILE, EIO): the run tries again once every session
+	// has ended (retryRemovals).
+	leftovers *leftovers
+}
+
+// leftovers are directories of pisess's own (staging stores) that a
+// session failed to remove.
+type leftovers struct {
+	ops   durable.Ops
+	mu    sync.Mutex
+	paths []string
+}
+
+// removeStaging removes a staging directory of the session's; one that
+// cannot be removed now is left for the end of the run (Env.leftovers),
+// and, failing that, for the next run's heal (rollback.StagingPath names
+// it after a migration the journal planned).
+func (e Env) removeStaging(path string) {
+	// By descriptor: a parent swapped for a symlink is never followed.
+	err := e.Ops.RemoveAll(path)
+	if err == nil {
+		return
+	}
+	e.Log.Debug().Err(err).Str("staging", path).Msg("staging directory not removed: tried again at the end of the run")
+	if e.leftovers != nil {
+		e.leftovers.mu.Lock()
+		e.leftovers.paths = append(e.leftovers.paths, path)
+		e.leftovers.mu.Unlock()
+	}
+}
+
+// retry removes the directories left, once the sessions that held the
+// run's descriptors have ended; what still cannot be removed is logged
+// and left for the next run's heal.
+func (l *leftovers) retry(log zerolog.Logger) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range l.paths {
+		if err := l.ops.RemoveAll(p); err != nil {
+			log.Warn().Err(err).Str("staging", p).Msg("staging directory left: the next run's heal quarantines it")
+		}
+	}
+	l.paths = nil
+}
+
+// opened tells runJobs the session's source has had its first pass: it
+// waits for a staging slot and frees its reading slot for the next session.
+func (e Env) opened() {
+	if e.slot != nil {
+		e.slot.staged()
+	}
+}
+
+// fullPass tells runJobs the session's source is about to have a full
+// first pass: a session that was given a small refresh's reading place
+// (lightRefresh) and must be rebuilt from its whole source trades it for
+// a full one first.
+func (e Env) fullPass() {
+	if e.slot != nil {
+		e.slot.full()
+	}
+}
+
+// yield tells runJobs the session's store is written: it frees its slot,
+// and the session's verification and install (mostly waits on the disk)
+// overlap the next session's staging.
+func (e Env) yield() {
+	if e.slot != nil {
+		e.slot.release()
+	}
+}
+
+// aside runs wait (for pi to let go of the session's lock) without the
+// session's reading place, so that the sessions planned after it are read
+// meanwhile instead of waiting up to --lock-timeout behind it, then takes
+// a place of the same kind again.
+func (e Env) aside(wait func()) {
+	switch {
+	case e.slot != nil:
+		e.slot.aside(wait)
+	case e.waitAside != nil:
+		e.waitAside(wait)
+	default:
+		wait()
+	}
+}
+
+// buildSlot is one session's place in runJobs' pipeline. With --jobs n,
+// n sessions have their source read (the first pass: links and
+// fingerprint), n are staged, and the rest are verified and installed:
+// the three overlap, so that even --jobs 1 keeps both cores of a small
+// machine busy (issue 14). A session holds its reading slot until it has
+// a staging slot, so at most n first passes are held in memory. n more
+// reading places are for small refreshes in place (lightRefresh), whose
+// reading holds a few megabytes at most: the steady refresh of cron is
+// mostly their reading (the record's prefix read and hashed, the rows).
+type buildSlot struct {
+	// reading is the reading place taken for the session (a full one,
+	// or a light one); fullReading are the full ones (full).
+	reading, fullReading, staging chan struct{}
+	holds                         chan struct{} // the slot held: reading, staging or nil
+}
+
+func (b *buildSlot) staged() {
+	if b.holds != b.reading {
+		return
+	}
+	b.staging <- struct{}{}
+	<-b.reading
+	b.holds = b.staging
+	handOver()
+}
+
+// full trades a light reading place still held for a full one.
+func (b *buildSlot) full() {
+	if b.holds != b.reading || b.reading == b.fullReading {
+		return
+	}
+	b.fullReading <- struct{}{}
+	<-b.reading
+	b.reading, b.holds = b.fullReading, b.fullReading
+}
+
+func (b *buildSlot) aside(wait func()) {
+	if b.holds == nil || b.holds != b.reading {
+		wait()
+		return
+	}
+	// Back in the queue for a place after it: the lock is held meanwhile,
+	// as it is while the source is read (pi's next write waits for it).
+	waitWithout(b.holds, wait)
+}
+
+func (b *buildSlot) release() {
+	if b.holds != nil {
+		<-b.holds
+		b.holds = nil
+		handOver()
+	}
+}
+
+// handOver lets the goroutine a freed place woke (runJobs' loop, the next
+// session's worker) run now: woken on this CPU, it would wait for this
+// session to block, while the other CPU plans or spins looking for work
+// (issue 14: a steady refresh, median of 15 alternating runs, 0.78 -> 0.70
+// s of CPU at the same wall time).
+func handOver() { runtime.Gosched() }
+
+func (e Env) now() time.Time {
+	if e.Clock != nil {
+		return e.Clock()
+	}
+	return time.Now()
+}
+
+// sessionReporter reports each session's end once the plan is reported
+// (OnPlan first, as a progress bar or a JSON progress stream needs it),
+// never two at once.
+type sessionReporter struct {
+	mu       sync.Mutex
+	sessions int
+	report   func(i int, res SessionResult)
+	onPlan   func(sessions int, bytes int64)
+	reported bool
+	held     []endedSession // while the plan is not reported
+}
+
+type endedSession struct {
+	i   int
+	res SessionResult
+}
+
+func newSessionReporter(sessions int, report func(i int, res SessionResult), onPlan func(sessions int, bytes int64)) *sessionReporter {
+	return &sessionReporter{sessions: sessions, report: report, onPlan: onPlan}
+}
+
+// plan reports the plan (the bytes it will read), then the sessions that
+// ended before it.
+func (p *sessionReporter) plan(bytes int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.onPlan != nil {
+		p.onPlan(p.sessions, bytes)
+	}
+	p.reported = true
+	for _, e := range p.held {
+		p.report(e.i, e.res)
+	}
+	p.held = nil
+}
+
+// ended reports session i's end, or holds it until the plan is reported.
+func (p *sessionReporter) ended(i int, res SessionResult) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.reported {
+		p.held = append(p.held, endedSession{i, res})
+		return
+	}
+	p.report(i, res)
+}
+
+type job struct {
+	session discover.Session
+	plan    plan
+	journal *ledger.Journal
+	refresh *ledger.RefreshRecords
+	// fresh is the tree's fresh cache: it stands in for statuses in the
+	// planning, and is told of the sidecars the run writes.
+	fresh *verify.FreshCache
+	// prior is the session's refresh record as the run found it (valid
+	// when hasPrior).
+	prior    ledger.RefreshRecord
+	hasPrior bool
+	// cache is the tree's refusal cache; identity the session file's
+	// identity taken before anything read it (valid when hasIdentity).
+	cache       *ledger.RefusalCache
+	identity    ledger.FileIdentity
+	hasIdentity bool
+	fromCache   bool
+}
+
+// planInto calls plan(i), which plans jobs[i], for every job, on as many
+// goroutines as there are CPUs, taking the jobs in order, and closes
+// ready[i] (when ready is not nil) once jobs[i] is planned. Once busy is
+// closed (the run's first session has started), one goroutine plans the
+// rest: planning is far ahead of the sessions, and its system calls on
+// every CPU kept the sessions waiting for one (issue 14: a steady refresh
+// 0.71 → 0.52 s, and 0.25 s less CPU, in alternating runs; a run with
+// nothing to do keeps every planner). Once ctx is done the jobs not
+// planned yet are left unplanned (their plan's action is ""), each ready[i]
+// closed all the same: an interrupt stops the planning at once (issue 34
+// §4), and the run reports those sessions as not started.
+func planInto(ctx context.Context, jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func(i int)) {
+	workers := min(max(tune.CPUs(), 2), len(jobs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w == 0 || !isClosed(busy) {
+				i := int(next.Add(1) - 1)
+				if i >= len(jobs) {
+					return
+				}
+				if ctx.Err() != nil {
+					if ready != nil {
+						close(ready[i])
+					}
+					continue
+				}
+				plan(i)
+				if ready != nil {
+					close(ready[i])
+					if jobs[i].plan.runs() {
+						// The run's loop waits for it: it is woken on this
+						// CPU, where it would wait for this planner's time
+						// slice (~10 ms) to end while the other CPU plans
+						// too (issue 14: the first session of a steady
+						// refresh started 13-27 ms after its plan).
+						handOver()
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// isClosed reports whether c (nil: never) is closed.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// sealLinger is how long a session's seal waits for others to share its
+// syncfs (durable.SyncGroup.Linger); sealWorkers bounds the sessions that
+// can wait so, each holding its session lock (pi waits that long at most
+// to write it).
+const (
+	sealLinger  = 3 * time.Millisecond
+	sealWorkers = 8
+)
+
+// runJobs runs the per-session pipeline on up to n sessions at once and
+// returns the results in the order of jobs. It closes busy (when not nil)
+// as the first session starts.
+func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, busy chan struct{}, n int, correlationID string, finished func(i int, res SessionResult)) []SessionResult {
+	if n <= 0 {
+		n = defaultJobs()
+	}
+	results := make([]SessionResult, len(jobs))
+	type started struct {
+		i       int
+		reading chan struct{} // the reading place taken for it
+		heavy   bool          // its reading and staging are work for the CPUs (tune.HeavyStart)
+	}
+	next := make(chan started)
+	reading, light, staging := make(chan struct{}, n), make(chan struct{}, n), make(chan struct{}, n)
+	var wg sync.WaitGroup
+	// Besides a reader, a stager and a third worker per job, sealWorkers
+	// more let sessions wait for a shared seal (SyncGroup.Linger) while
+	// the next ones are read and staged.
+	for w := 0; w < 3*n+sealWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for st := range next {
+				// The reading slot was taken for i by the loop below.
+				i := st.i
+				slot := &buildSlot{reading: st.reading, fullReading: reading, staging: staging, holds: st.reading}
+				e := env
+				e.Journal, e.Refresh, e.Fresh, e.slot = jobs[i].journal, jobs[i].refresh, jobs[i].fresh, slot
+				if st.heavy {
+					tune.HeavyStart()
+				}
+				results[i] = runSession(ctx, e, jobs[i].session, jobs[i].plan, correlationID)
+				if st.heavy {
+					tune.HeavyEnd()
+				}
+				slot.release()
+				if finished != nil {
+					finished(i, results[i])
+				}
+			}
+		}()
+	}
+	// notStarted reports job i, which the run never began (issue 34 §3:
+	// not a failure, nothing of it read or written).
+	notStarted := func(i int) {
+		results[i] = planned(jobs[i].session, jobs[i].plan)
+		results[i].Outcome = OutcomeNotStarted
+		results[i].Reason = "not started: the run was interrupted"
+		if finished != nil {
+			finished(i, results[i])
+		}
+	}
+	for i := range jobs {
+		if ready != nil {
+			<-ready[i] // planned, or left unplanned by an interrupt (planInto)
+		}
+		if jobs[i].plan.action == "" || ctx.Err() != nil && jobs[i].plan.runs() {
+			notStarted(i)
+			continue
+		}
+		if res, ok := decided(jobs[i].session, jobs[i].plan); ok {
+			// Nothing to read or write: its result is the plan's, without
+			// the two goroutine switches of a worker (issue 14: 1,800 of
+			// the 2,000 sessions of a steady refresh).
+			results[i] = res
+			if finished != nil {
+				finished(i, results[i])
+			}
+			continue
+		}
+		// Reading slots are taken here, in the order of jobs, not by
+		// the workers that race for them: a session that waits for its
+		// lock (pi is writing it) must not start before, and hold up,
+		// the sessions planned ahead of it.
+		small := lightRefresh(env, jobs[i])
+		place := takePlace(ctx, reading, light, small)
+		if place == nil {
+			notStarted(i) // interrupted while it waited for a place
+			continue
+		}
+		if busy != nil {
+			close(busy)
+			busy = nil
+		}
+		next <- started{i, place, jobs[i].session.Size >= tune.HeavySessionBytes && !small}
+	}
+	close(next)
+	wg.Wait()
+	return results
+}
+
+// takePlace takes a reading place for a session, in the order of the
+// jobs: a full one, or for a small refresh (small) its own kind first and
+// a full one if that is free. nil: ctx ended while it waited.
+func takePlace(ctx context.Context, reading, light chan struct{}, small bool) chan struct{} {
+	place := reading
+	if small {
+		select {
+		case light <- struct{}{}:
+			place = light
+		default:
+			select {
+			case light <- struct{}{}:
+				place = light
+			case reading <- struct{}{}:
+			case <-ctx.Done():
+				place = nil
+			}
+		}
+	} else {
+		select {
+		case reading <- struct{}{}:
+		case <-ctx.Done():
+			place = nil
+		}
+	}
+	return place
+}
+
+// A refresh in place reads little besides its source's recorded prefix
+// (hashed as it is read) and its store's index rows: what it holds is its
+// base's ids (~25 bytes an entry, idgraph) and the appended entries. One
+// of at most lightEntries entries that gained at most lightAppended bytes
+// may take a light reading place (buildSlot): each holds under 8 MB.
+const (
+	lightEntries  = 1 << 17
+	lightAppended = 4 << 20
+)
+
+// lightRefresh reports whether jb's reading is expected to be a small
+// refresh in place: a refresh of a JSONL session whose record (taken at
+// planning) allows the in-place continuation, of a small base, by a few
+// appended bytes. A guess from the plan: a session that turns out to need
+// a full rebuild trades its light place for a full one (Env.fullPass).
+func lightRefresh(env Env, jb job) bool {
+	s := jb.session
+	if !env.InPlace || env.DryRun || env.Force || jb.plan.action != PlanRefresh || s.Format != readers.FormatJSONLv3 ||
+		!jb.hasPrior || jb.prior.ManifestSHA256 == "" {
+		return false
+	}
+	grown := s.Size - jb.prior.SourceBytes
+	return jb.prior.Entries <= lightEntries && grown > 0 && grown <= lightAppended
+}
+
+// defaultJobs is --jobs when not given: the CPUs the process may use
+// (tune.CPUs: a container's CPU quota, not the host's CPUs).
+func defaultJobs() int { return tune.CPUs() }
