@@ -1,7 +1,3 @@
-// Package writers builds Session Store V2 stores from sources: Stage writes
-// every entry of a readers.Source, in order and byte for byte, into a new
-// store through package store, the way the reference's migration fills its
-// staging directory (FORMAT.md §2–§5, §7–§8).
 package writers
 
 import (
@@ -45,10 +41,6 @@ type StageOptions struct {
 	// readers.Linked source's word for its links and not hold every id
 	// again (a million cost ~22 MB). Without it the writer checks them.
 	Verified bool
-	// BaseVouched, for StageAppend: the caller vouches for the base
-	// store (store.Options.BaseVouched), whose frames are then only
-	// CRC-checked, not parsed, while they are copied.
-	BaseVouched bool
 	// SourcePath names the session in the refusals Stage returns (see
 	// Stage); "" leaves them without a path.
 	SourcePath string

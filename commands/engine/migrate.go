@@ -86,8 +86,8 @@ type SessionResult struct {
 	Displaced    string            `json:"displaced,omitempty"`
 	Notes        []string          `json:"notes,omitempty"`
 	Error        *ErrorInfo        `json:"error,omitempty"`
-	// Incremental: the sidecar was refreshed by staging only the entries
-	// the source gained (refresh_incremental.go).
+	// Incremental: the sidecar was refreshed in place, only the entries
+	// the source gained appended (refresh.go).
 	Incremental bool `json:"incremental,omitempty"`
 	// Healed: the sidecar was damaged (Class corrupt or partial) and the
 	// run rebuilt it from the source, keeping the damaged one in the
@@ -185,10 +185,6 @@ type MigrateOptions struct {
 	// KeepDisplaced keeps every sidecar a refresh displaces in the
 	// quarantine, reproducible ones included (--keep-displaced).
 	KeepDisplaced bool
-	// CopyRefresh refreshes a sidecar through a staging copy even where it
-	// could be continued in place (KeepDisplaced implies it: a sidecar
-	// continued in place displaces nothing to keep).
-	CopyRefresh bool
 	// LockWait is how long to wait for a tree lock another run holds
 	// (--lock-wait); 0: exit 32 at once.
 	LockWait time.Duration
@@ -224,8 +220,10 @@ type Env struct {
 	// Fresh is the session's tree's fresh cache (nil: a sidecar written is
 	// judged by a status next run).
 	Fresh *verify.FreshCache
-	// InPlace lets an incremental refresh continue the sidecar where it
-	// lies (refreshInPlace) instead of through a staging copy.
+	// InPlace lets a refresh continue the sidecar where it lies
+	// (refreshInPlace) instead of rebuilding it from the whole source
+	// (KeepDisplaced turns it off: a sidecar continued in place displaces
+	// nothing to keep).
 	InPlace bool
 	// slot, when set, is the session's place in runJobs' pipeline.
 	slot *buildSlot
@@ -679,7 +677,7 @@ func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
 	}
 	r.env = Env{Clock: opt.Clock, Ops: ops, MaxSegmentBytes: opt.MaxSegmentBytes,
 		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: r.log,
-		InPlace: !opt.KeepDisplaced && !opt.CopyRefresh, onOpened: opt.seams.openedHook(),
+		InPlace: !opt.KeepDisplaced && !opt.seams.fullRefreshes(), onOpened: opt.seams.openedHook(),
 		leftovers: &leftovers{ops: ops}}
 	var dq *rollback.Discarder
 	if !opt.DryRun && !opt.KeepDisplaced {
@@ -1206,8 +1204,7 @@ const (
 // a full rebuild trades its light place for a full one (Env.fullPass).
 func lightRefresh(env Env, jb job) bool {
 	s := jb.session
-	if !env.InPlace || env.DryRun || env.Force || jb.plan.action != PlanRefresh || s.Format != readers.FormatJSONLv3 ||
-		!jb.hasPrior || jb.prior.ManifestSHA256 == "" {
+	if !env.InPlace || env.DryRun || env.Force || jb.plan.action != PlanRefresh || s.Format != readers.FormatJSONLv3 || !jb.hasPrior {
 		return false
 	}
 	grown := s.Size - jb.prior.SourceBytes
@@ -1260,7 +1257,7 @@ func displacedOf(jb job, res SessionResult) rollback.Displaced {
 	}
 	return rollback.Displaced{Journal: jb.journal, Tree: jb.session.Tree, Rel: jb.session.Rel, Session: jb.session.Path,
 		Sidecar: res.Sidecar, Class: class, Installed: res.Outcome == OutcomeDone, Path: res.Displaced,
-		Incremental: res.Incremental, Prior: jb.prior, HasPrior: jb.hasPrior,
+		Prior: jb.prior, HasPrior: jb.hasPrior,
 		Database: jb.session.Format == readers.FormatSQLitev1, HeaderID: res.headerID, PrefixEntries: res.prefixEntries, PrefixChain: res.prefixChain}
 }
 
