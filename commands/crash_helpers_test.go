@@ -713,12 +713,13 @@ func crashBudgetBytes(t *testing.T, tr *crashTree, sc crashScenario) int64 {
 
 // crashStaleVector is the session made stale in the crash trees by an
 // entry appended after its last, as pi appends: the refresh continues its
-// sidecar in place. crashBranchVector is made stale by an entry that
-// continues its first entry (pi's branching back): the refresh goes
-// through a staging copy, displacing the old sidecar.
+// sidecar in place. crashRebuiltVector was migrated while its last line
+// had no newline, and made stale by pi completing that line and appending
+// an entry that continues its first (pi's branching back): the refresh is
+// a full rebuild, displacing the old sidecar (reproducible: discarded).
 const (
-	crashStaleVector  = "realpi/01a20023-732f-76a7-9e9a-06341b94d760"
-	crashBranchVector = "accept/tricky"
+	crashStaleVector   = "realpi/01a20023-732f-76a7-9e9a-06341b94d760"
+	crashRebuiltVector = "accept/tricky"
 )
 
 // crashStaleSessions is how many sessions makeStale makes stale.
@@ -726,18 +727,28 @@ const crashStaleSessions = 2
 
 // makeStale migrates the stale vectors' sessions alone, then appends a
 // valid entry to each source the way pi does: the next migrate refreshes
-// them, one in place and one through a staging copy.
+// one in place and rebuilds the other.
 func (tr *crashTree) makeStale(tb testing.TB) {
 	tb.Helper()
-	tr.appendStale(tb, crashStaleVector, "c0ffee01", func(ids []string) string { return ids[len(ids)-1] })
-	tr.appendStale(tb, crashBranchVector, "c0ffee02", func(ids []string) string { return ids[0] })
+	tr.appendStale(tb, crashStaleVector, "c0ffee01", func(ids []string) string { return ids[len(ids)-1] }, false)
+	tr.appendStale(tb, crashRebuiltVector, "c0ffee02", func(ids []string) string { return ids[0] }, true)
 }
 
-// appendStale migrates the vector's session alone, then appends an entry
-// id whose parent parent picks from the session's entry ids.
-func (tr *crashTree) appendStale(tb testing.TB, vector, id string, parent func(ids []string) string) {
+// appendStale migrates the vector's session alone (torn: with its last
+// newline cut), then appends an entry id (torn: after that newline) whose
+// parent parent picks from the session's entry ids.
+func (tr *crashTree) appendStale(tb testing.TB, vector, id string, parent func(ids []string) string, torn bool) {
 	tb.Helper()
 	s := tr.session(tb, vector)
+	if torn {
+		b, err := os.ReadFile(s.path)
+		if err != nil || !bytes.HasSuffix(b, []byte("\n")) {
+			tb.Fatalf("%s: %v, or no newline to cut", s.path, err)
+		}
+		if err := os.WriteFile(s.path, b[:len(b)-1], 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	out := tr.run(tb, nil, "migrate", "--json", "--max-segment-bytes", crashSegmentBytes, "--correlation-id", "run-crash-setup", s.path)
 	if out.killed || out.code != ExitClean {
 		tb.Fatalf("migrate %s: %s", s.path, out)
@@ -761,7 +772,11 @@ func (tr *crashTree) appendStale(tb testing.TB, vector, id string, parent func(i
 	if len(ids) == 0 {
 		tb.Fatalf("%s: no entry ids", s.path)
 	}
-	line := `{"type":"message","id":"` + id + `","parentId":"` + parent(ids) + `","timestamp":"2026-01-05T10:00:01.000Z",` +
+	line := ""
+	if torn {
+		line = "\n"
+	}
+	line += `{"type":"message","id":"` + id + `","parentId":"` + parent(ids) + `","timestamp":"2026-01-05T10:00:01.000Z",` +
 		`"message":{"role":"user","content":"appended after the migration","timestamp":1767607201000}}` + "\n"
 	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {

@@ -76,16 +76,17 @@ rows are appended, the manifest and the store's ledger rewritten, everything
 verified and sealed, and a clean source-state.json commits it. The result is
 byte for byte the store a full rebuild writes. A crash, a power loss or an
 error part way leaves the sidecar dirty or stale, never clean, and the next
-run rebuilds it. New entries that branch from an earlier entry, more than 16
-MiB of new payloads, a store.mutation.lock that stays held, or
---keep-displaced make the refresh go through a staging copy of the old store
-instead; anything else (no refresh record or one that does not match, a
-changed prefix, a torn last line, a damaged old store, a new entry that
-refers forward) is a full rebuild.
+run rebuilds it. The old frames are CRC-checked; not read at all where every
+file of the sidecar is as pisess last left it (pi appended without marking
+it dirty); read for their links when a new entry branches from an earlier
+one. Anything else is a full rebuild, as a migration is: no refresh record or one that does not match, a changed
+prefix, a torn last line, a damaged old store, a new entry that refers
+forward, more than 16 MiB of new payloads, a store.mutation.lock another
+process holds, or --keep-displaced.
 
-Displaced sidecars. A sidecar that a refresh through a copy or a full rebuild
-replaces is moved to <tree>/.pisess/quarantine/<correlation id>/. It is not
-kept (a discarded note in the journal) when it is reproducible: pisess built
+Displaced sidecars. A sidecar that a full rebuild replaces is moved to
+<tree>/.pisess/quarantine/<correlation id>/. It is not kept (a discarded
+note in the journal) when it is reproducible: pisess built
 it, for a run this tree's journal or refresh record knows, and the session
 file still begins with the bytes it was built from; so cron refreshes do not
 grow the disk. A SQLite database never keeps the bytes a sidecar was built
@@ -172,7 +173,7 @@ Example: from a crontab, silent unless something needs you:
 			&cli.Int64Flag{Name: "max-segment-bytes", Value: 64 << 20, Usage: "segment rollover size, at most 64 MiB (the most pi reads)"},
 			&cli.DurationFlag{Name: "lock-timeout", Value: engine.DefaultLockTimeout, Usage: "how long to wait for a session lock before reporting the session busy"},
 			lockWaitFlag(),
-			&cli.BoolFlag{Name: "keep-displaced", Usage: "keep every sidecar a refresh replaces in the quarantine, even one reproducible from the source (refreshes then go through a staging copy, never in place)"},
+			&cli.BoolFlag{Name: "keep-displaced", Usage: "keep every sidecar a refresh replaces in the quarantine, even one reproducible from the source (refreshes are then full rebuilds, never in place)"},
 		},
 		Action: func(c *cli.Context) error {
 			clock, err := ClockFromEnv()

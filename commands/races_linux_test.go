@@ -33,8 +33,8 @@ func TestDiscardNeverFollowsASwappedParent(t *testing.T) {
 			t.Fatalf("setup migrate: %s", r)
 		}
 		appendFile(t, session, appendedEntry)
-		// Without the refresh record the refresh is a full one, through a
-		// staging copy: the old sidecar is displaced, then discarded.
+		// Without the refresh record the refresh is a full rebuild: the
+		// old sidecar is displaced, then discarded.
 		if err := os.Remove(filepath.Join(root, ".pisess", "refresh.json")); err != nil {
 			t.Fatal(err)
 		}

@@ -56,8 +56,11 @@
 // back by more than 2 s while a run plans is the one change it cannot see,
 // as racily-clean git cannot. refresh.json keeps what each installed
 // sidecar was built from (RefreshRecord; commands/engine's doc says how a
-// refresh uses it). Keys are tree-relative names; anything else is
-// dropped.
+// refresh uses it), every member of an entry required: the file is
+// stamped, so an entry that lacks one (or whose SHA-256 states do not
+// finish as their digests) was written by no pisess that reads it, and is
+// dropped when read, its session's next refresh a full rebuild. Keys are
+// tree-relative names; anything else is dropped.
 //
 // # The tree journal
 //

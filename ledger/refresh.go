@@ -16,7 +16,7 @@ import (
 // about the sidecar on disk. pi marks a sidecar dirty on every save and
 // drops its fingerprint (FORMAT.md §8), and only ever appends whole lines:
 // with the record, a refresh proves the source is the old bytes plus new
-// lines and stages only those (issue 14, item 4).
+// lines and appends only those to the sidecar (issue 14, item 4).
 const RefreshRecordName = "refresh.json"
 
 // refreshRecordMax bounds what is read of the record file: it sits in a
@@ -25,6 +25,13 @@ const refreshRecordMax = 32 << 20
 
 // RefreshRecord is one session's entry. Nothing in it is a path: it says
 // what to expect, and any mismatch means a full rebuild.
+//
+// Every member but CorrelationID is required, well formed, and the two
+// SHA-256 states finish as their digests: a record that lacks one, or
+// disagrees with itself, is not one this pisess wrote (the file carries
+// the stamp of the pisess that wrote it, and one of another is ignored),
+// and is dropped when read; the session's next refresh is a full rebuild,
+// which records it anew.
 type RefreshRecord struct {
 	SourceBytes  int64  `json:"sourceBytes"`
 	SourceSHA256 string `json:"sourceSha256"`
@@ -43,21 +50,32 @@ type RefreshRecord struct {
 	// ManifestSHA256 is the digest of the installed manifest.json: with
 	// the index digest, it vouches for everything of the store but its
 	// frames, which the refresh then only CRC-checks against their rows
-	// (store.Options.BaseVouched). A record without it (an older pisess)
-	// has the copy read every frame.
-	ManifestSHA256 string `json:"manifestSha256,omitempty"`
+	// (store.ContinueInPlace).
+	ManifestSHA256 string `json:"manifestSha256"`
 	// SourceXXH3 and SourceSHA256State are the source bytes'
-	// normalize.PrefixHash (hex): with them a refresh proves the prefix
-	// by its XXH3 and goes on with the SHA-256 from its state, never
-	// SHA-256 hashing the prefix again. A record without them (an older
-	// pisess) has the prefix hashed with SHA-256.
-	SourceXXH3        string `json:"sourceXxh3,omitempty"`
-	SourceSHA256State string `json:"sourceSha256State,omitempty"`
-	// IndexSHA256State is the index digest's state (hex): a refresh in
-	// place of a sidecar the fresh cache vouches for goes on from it
-	// without hashing the index rows again. A record without it (an
-	// older pisess) has the rows hashed.
-	IndexSHA256State string `json:"indexSha256State,omitempty"`
+	// normalize.PrefixHash (hex): a refresh proves the prefix by its XXH3
+	// and goes on with the SHA-256 from its state, never SHA-256 hashing
+	// the prefix again.
+	SourceXXH3        string `json:"sourceXxh3"`
+	SourceSHA256State string `json:"sourceSha256State"`
+	// IndexSHA256State is the index digest's state (hex): a refresh of a
+	// sidecar the fresh cache vouches for frame for frame goes on from it
+	// without hashing the index rows again.
+	IndexSHA256State string `json:"indexSha256State"`
+}
+
+// complete reports whether every required member of r is there and well
+// formed (RefreshRecord).
+func (r RefreshRecord) complete() bool {
+	_, sum := r.SHA256()
+	_, _, prefix := r.Prefix()
+	return sum && prefix && r.SourceBytes > 0 && r.IndexState() != nil && isHexDigest(r.ManifestSHA256)
+}
+
+// isHexDigest reports whether s is a SHA-256 digest in lower-case hex.
+func isHexDigest(s string) bool {
+	b, err := hex.DecodeString(s)
+	return err == nil && len(b) == sha256.Size && s == strings.ToLower(s)
 }
 
 // SHA256 returns the digest of the source bytes the sidecar was built
@@ -75,7 +93,7 @@ func (r RefreshRecord) SHA256() ([32]byte, bool) {
 // Prefix returns the parts of the record's normalize.PrefixHash (the
 // XXH3 of the source bytes and their SHA-256 state); ok is false when it
 // has none or a malformed one, or one whose SHA-256 state does not finish
-// as the record's digest (the prefix is then hashed with SHA-256).
+// as the record's digest.
 func (r RefreshRecord) Prefix() (xxh3 [16]byte, sha256State []byte, ok bool) {
 	x, err := hex.DecodeString(r.SourceXXH3)
 	if err != nil || len(x) != 16 || r.SourceXXH3 != strings.ToLower(r.SourceXXH3) {
@@ -90,8 +108,7 @@ func (r RefreshRecord) Prefix() (xxh3 [16]byte, sha256State []byte, ok bool) {
 }
 
 // IndexState returns the record's index digest state, nil when it has
-// none or one that does not finish as the record's index digest (the
-// rows are then hashed).
+// none or one that does not finish as the record's index digest.
 func (r RefreshRecord) IndexState() []byte {
 	st, _ := recordedState(r.IndexSHA256State, r.IndexSHA256)
 	return st
@@ -128,15 +145,14 @@ func RefreshRecordPath(tree string) string {
 }
 
 // LoadRefreshRecords reads the tree's record. Missing, unreadable or
-// malformed is empty: the record only saves work.
+// malformed is empty, and an entry that is not complete is dropped: the
+// record only saves work.
 func LoadRefreshRecords(tree string) *RefreshRecords {
-	return &RefreshRecords{loadLazyStateSet(tree, RefreshRecordName, refreshRecordMax, func(e RefreshRecord) bool {
-		_, ok := e.SHA256()
-		return ok && e.SourceBytes > 0
-	})}
+	return &RefreshRecords{loadLazyStateSet(tree, RefreshRecordName, refreshRecordMax, RefreshRecord.complete)}
 }
 
-// Put records e for the session rel.
+// Put records e for the session rel (it must be complete, or the next
+// run drops it).
 func (c *RefreshRecords) Put(rel string, e RefreshRecord) {
 	c.Set(rel, e, func(old, e RefreshRecord) bool { return old == e })
 }

@@ -51,11 +51,9 @@ type Displaced struct {
 	// of the sidecar it displaced.
 	Class verify.Class
 	// Installed: the run installed a new sidecar; Path is where the
-	// displaced one went ("" when none); Incremental: the refresh staged
-	// only what the source gained.
-	Installed   bool
-	Path        string
-	Incremental bool
+	// displaced one went ("" when none).
+	Installed bool
+	Path      string
 	// Prior is the session's refresh record as the run found it (valid
 	// when HasPrior).
 	Prior    ledger.RefreshRecord
@@ -100,7 +98,7 @@ func reproducibleDisplaced(known func() map[string]bool, d Displaced, cid string
 		}
 		return q, true, nil
 	}
-	if ok, err := sourceStillHolds(q, d, about, d.Incremental); err != nil || !ok {
+	if ok, err := sourceStillHolds(q, d, about); err != nil || !ok {
 		return "", false, err
 	}
 	return q, true, nil
@@ -289,15 +287,12 @@ func builtByPisess(store string, d Displaced, about bool, known func() map[strin
 // source-state fingerprint says which, unless pi marked it dirty (which
 // drops the fingerprint, FORMAT.md §8: the everyday case); then the
 // refresh record the run found says it, when the record is about q
-// (about). An incremental refresh has already proved that the source
-// begins with the record's bytes: those are not hashed again.
-func sourceStillHolds(q string, d Displaced, about, incremental bool) (bool, error) {
+// (about). (A refresh that proved the source begins with the record's
+// bytes continued the sidecar in place: it displaced nothing.)
+func sourceStillHolds(q string, d Displaced, about bool) (bool, error) {
 	bytes, sum, ok := builtFrom(q, d, about)
 	if !ok {
 		return false, nil
-	}
-	if incremental && d.HasPrior && d.Prior.SourceBytes == bytes && d.Prior.SourceSHA256 == sum {
-		return true, nil
 	}
 	src, err := durable.OS.OpenNoFollow(d.Session, os.O_RDONLY, 0)
 	if err != nil {

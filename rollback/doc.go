@@ -50,8 +50,7 @@
 // fingerprint or, once pi has marked it dirty (which drops the
 // fingerprint: the everyday case), by the refresh record the run found
 // when that record is about this very store (same manifest inode, entry
-// count and chain); an incremental refresh has already proved the prefix
-// and does not hash it again. A SQLite database never keeps the bytes a
+// count and chain). A SQLite database never keeps the bytes a
 // sidecar was built from (its pages are rewritten): its displaced sidecar
 // is reproducible when the database still holds its entries — the same
 // session id, and a manifest whose entry count and chain are the new
@@ -63,8 +62,8 @@
 // removed. The move of a displaced sidecar into the quarantine is made
 // durable at the end of the run, one sync per directory, and only for the
 // copies kept (a crash before leaves a copy at its backup name, where
-// rollback and fsck find it): a refresh through a copy costs the seal, the
-// journal's cutover record and the two renames' directory syncs.
+// rollback and fsck find it): a refresh by a full rebuild costs the seal,
+// the journal's cutover record and the two renames' directory syncs.
 //
 // It touches the session's sidecar, its staging and backup siblings and
 // the tree's .pisess/ (through package ledger: the journal, the

@@ -27,12 +27,13 @@ type AppendedEntry struct {
 	PayloadSHA256      string
 }
 
-// AppendCheck is what VerifiedAppend checks a continued staging store
+// AppendCheck is what VerifiedAppend checks a store continued in place
 // against.
 type AppendCheck struct {
-	// BaseManifest, BaseLastRow and BaseIndexBytes describe the store that
-	// was copied, as its copy read it (each frame CRC-checked against its
-	// row, the manifest against the frames).
+	// BaseManifest, BaseLastRow and BaseIndexBytes describe the store
+	// before the append, as its check read it (writers.AppendInPlace:
+	// each frame CRC-checked against its row, read for its links, or
+	// vouched for; the manifest against the rows).
 	BaseManifest   wire.Manifest
 	BaseLastRow    wire.IndexRow
 	BaseIndexBytes int64
@@ -48,15 +49,15 @@ type AppendCheck struct {
 	// BaseNames, when set, are the store's entries before the append, as
 	// a vouch of the caller listed them (relative, slash-separated, "" the
 	// root), its directories' metadata unchanged since under the caller's
-	// locks (a store continued in place whose frames were vouched): the
-	// store is not walked, those names and the files an append creates
-	// (the index, segments) are looked at one by one.
+	// locks (a store whose frames were vouched): the store is not walked,
+	// those names and the files an append creates (the index, segments)
+	// are looked at one by one.
 	BaseNames []string
 }
 
-// VerifiedAppend is Verified for a staging store that continues an
-// installed one (writers.StageAppend): in time proportional to the
-// appended entries it checks that the store is the base followed by
+// VerifiedAppend is Verified for an installed store continued in place
+// (writers.AppendInPlace): in time proportional to the appended entries
+// it checks that the store is the base followed by
 // exactly check.Appended — each appended row continues the index, each of
 // its frames passes the reference's frame checks (CRC, coordinates,
 // payload digest and size, typed payload with the frame's id, parent and
@@ -65,12 +66,12 @@ type AppendCheck struct {
 // segments, chain, last CRC, invariants, session id, format), and the
 // acceptance rules that do not read frames (symlinks, modes, owner,
 // unindexed segments, segment coverage and size). The base's own frames
-// are not read again: their copy checked them. With check.BaseNames (a
-// store continued in place whose names the caller vouches for) the store
-// is not walked nor its segments listed: each name is looked at; with
+// are not read again: its check did, or the caller vouched for them. With
+// check.BaseNames (names the caller vouches for) the store is not walked
+// nor its segments listed: each name is looked at; with
 // opt.Accept.AncestorsWalked its ancestors are not. Only a report without
 // findings yields a valid Passed.
-func VerifiedAppend(ctx context.Context, stagingDir, sessionPath string, check AppendCheck, opt Options) (Passed, Report, error) {
+func VerifiedAppend(ctx context.Context, dir, sessionPath string, check AppendCheck, opt Options) (Passed, Report, error) {
 	if check.Unchanged == nil {
 		return Passed{}, Report{}, errors.New("verify: VerifiedAppend needs a way to re-check the source")
 	}
@@ -80,7 +81,7 @@ func VerifiedAppend(ctx context.Context, stagingDir, sessionPath string, check A
 	}
 	accept.HeaderID, accept.SourceFormat, accept.MaxSegmentBytes = check.HeaderID, opt.SourceFormat, opt.MaxSegmentBytes
 	a := &appendScan{out: findings{session: sessionPath}, check: check, chain: check.BaseManifest.Integrity.ChainHash}
-	root, err := filepath.Abs(stagingDir)
+	root, err := filepath.Abs(dir)
 	if err != nil {
 		return Passed{}, Report{}, fmt.Errorf("verify: %w", err)
 	}
@@ -122,7 +123,7 @@ func VerifiedAppend(ctx context.Context, stagingDir, sessionPath string, check A
 	if !check.Unchanged() {
 		a.out.add(changed(sessionPath, "the source changed after it was read"))
 	}
-	rep := Report{Store: stagingDir, Session: sessionPath, Findings: a.out.list,
+	rep := Report{Store: dir, Session: sessionPath, Findings: a.out.list,
 		Entries: check.BaseManifest.Counters.EntriesTotal + uint64(len(a.seen)), Bytes: check.BaseManifest.Counters.BytesTotal + a.bytes,
 		ChainHash: a.chain, SourceChainHash: a.sourceChain(), Invariants: map[string]Invariant{}, Names: names, Keys: keys}
 	rep.SourceEntries = check.BaseManifest.Counters.EntriesTotal + uint64(len(check.Appended))
@@ -132,9 +133,9 @@ func VerifiedAppend(ctx context.Context, stagingDir, sessionPath string, check A
 		rep.Invariants[code] = Invariant{Holds: ok}
 	}
 	if !ok {
-		return Passed{}, rep, fmt.Errorf("%s: %w (%d findings)", stagingDir, ErrNotVerified, len(rep.Findings))
+		return Passed{}, rep, fmt.Errorf("%s: %w (%d findings)", dir, ErrNotVerified, len(rep.Findings))
 	}
-	return Passed{staging: stagingDir, session: sessionPath, fingerprint: check.Fingerprint, report: rep.Verification, ok: true}, rep, nil
+	return Passed{staging: dir, session: sessionPath, fingerprint: check.Fingerprint, report: rep.Verification, ok: true}, rep, nil
 }
 
 // appendNames are the entries of a store continued in place whose entries

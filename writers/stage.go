@@ -41,10 +41,6 @@ type StageOptions struct {
 	// readers.Linked source's word for its links and not hold every id
 	// again (a million cost ~22 MB). Without it the writer checks them.
 	Verified bool
-	// BaseVouched, for StageAppend: the caller vouches for the base
-	// store (store.Options.BaseVouched), whose frames are then only
-	// CRC-checked, not parsed, while they are copied.
-	BaseVouched bool
 	// SourcePath names the session in the refusals Stage returns (see
 	// Stage); "" leaves them without a path.
 	SourcePath string

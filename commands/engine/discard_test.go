@@ -68,7 +68,7 @@ func TestRefreshBoundedDisk(t *testing.T) {
 func testRefreshBoundedDisk(t *testing.T, dirty bool) {
 	root := t.TempDir()
 	path, last := migSession(t, root, "busy", 5)
-	migRun(t, copyOptions(root))
+	migRun(t, rebuildOptions(root))
 	var rep MigrateReport
 	for i := 1; i <= 5; i++ {
 		id := migEntryID(100 + i)
@@ -77,9 +77,9 @@ func testRefreshBoundedDisk(t *testing.T, dirty bool) {
 		}
 		migAppend(t, path, migEntryLine(id, last, "more"))
 		last = id
-		rep = migRun(t, copyOptions(root))
+		rep = migRun(t, rebuildOptions(root))
 		s := migResult(t, rep, path)
-		if s.Outcome != OutcomeDone || s.Action != PlanRefresh || !s.Incremental || s.Displaced != "" || !strings.Contains(strings.Join(s.Notes, " "), "not kept") {
+		if s.Outcome != OutcomeDone || s.Action != PlanRefresh || s.Incremental || s.Displaced != "" || !strings.Contains(strings.Join(s.Notes, " "), "not kept") {
 			t.Fatalf("refresh %d: %+v", i, s)
 		}
 		if n := quarantineFiles(t, root); n != 0 {
@@ -110,7 +110,7 @@ func testRefreshBoundedDisk(t *testing.T, dirty bool) {
 		t.Fatalf("after the rollback pi should read the session file: %+v %v", st, err)
 	}
 	// The next run migrates it again.
-	if s := migResult(t, migRun(t, copyOptions(root)), path); s.Outcome != OutcomeDone {
+	if s := migResult(t, migRun(t, rebuildOptions(root)), path); s.Outcome != OutcomeDone {
 		t.Fatalf("after the rollback: %+v", s)
 	}
 }
@@ -128,12 +128,12 @@ func TestRefreshKeepsWhatIsNotReproducible(t *testing.T) {
 	}{
 		{"source rewritten", func(t *testing.T, root, path string) MigrateOptions {
 			rewriteFirstMessage(t, path)
-			return copyOptions(root)
+			return rebuildOptions(root)
 		}},
 		{"marked dirty, source rewritten", func(t *testing.T, root, path string) MigrateOptions {
 			fixtures.MarkDirty(t, discoverSidecar(path))
 			rewriteFirstMessage(t, path)
-			return copyOptions(root)
+			return rebuildOptions(root)
 		}},
 		{"marked dirty, no refresh record", func(t *testing.T, root, path string) MigrateOptions {
 			fixtures.MarkDirty(t, discoverSidecar(path))
@@ -141,7 +141,7 @@ func TestRefreshKeepsWhatIsNotReproducible(t *testing.T) {
 			if err := os.Remove(ledger.RefreshRecordPath(root)); err != nil {
 				t.Fatal(err)
 			}
-			return copyOptions(root)
+			return rebuildOptions(root)
 		}},
 		{"built by a run neither the journal nor the refresh record names", func(t *testing.T, root, path string) MigrateOptions {
 			migAppend(t, path, migEntryLine("e0000100", migEntryID(3), "more"))
@@ -149,11 +149,11 @@ func TestRefreshKeepsWhatIsNotReproducible(t *testing.T) {
 				t.Fatal(err)
 			}
 			forgetRecordedRuns(t, root)
-			return copyOptions(root)
+			return rebuildOptions(root)
 		}},
 		{"--keep-displaced", func(t *testing.T, root, path string) MigrateOptions {
 			migAppend(t, path, migEntryLine("e0000100", migEntryID(3), "more"))
-			o := copyOptions(root)
+			o := rebuildOptions(root)
 			o.KeepDisplaced = true
 			return o
 		}},
@@ -161,7 +161,7 @@ func TestRefreshKeepsWhatIsNotReproducible(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
 			path, _ := migSession(t, root, "s", 3)
-			migRun(t, copyOptions(root))
+			migRun(t, rebuildOptions(root))
 			rep := migRun(t, c.before(t, root, path))
 			s := migResult(t, rep, path)
 			if s.Outcome != OutcomeDone || s.Displaced == "" {
@@ -228,14 +228,14 @@ func TestRefreshDiscardsWhatARecordVouchesFor(t *testing.T) {
 			t.Run(fmt.Sprintf("%s, dirty %v", c.name, dirty), func(t *testing.T) {
 				root := t.TempDir()
 				path, last := migSession(t, root, "s", 3)
-				migRun(t, copyOptions(root))
+				migRun(t, rebuildOptions(root))
 				c.before(t, root)
 				if dirty {
 					fixtures.MarkDirty(t, discoverSidecar(path))
 				}
 				migAppend(t, path, migEntryLine("e0000100", last, "more"))
-				s := migResult(t, migRun(t, copyOptions(root)), path)
-				if s.Outcome != OutcomeDone || !s.Incremental || s.Displaced != "" || !strings.Contains(strings.Join(s.Notes, " "), "not kept") {
+				s := migResult(t, migRun(t, rebuildOptions(root)), path)
+				if s.Outcome != OutcomeDone || s.Incremental || s.Displaced != "" || !strings.Contains(strings.Join(s.Notes, " "), "not kept") {
 					t.Fatalf("%+v", s)
 				}
 				if n := quarantineFiles(t, root); n != 0 {
@@ -267,10 +267,10 @@ func TestRefreshDiscardBesideKept(t *testing.T) {
 	root := t.TempDir()
 	appended, last := migSession(t, root, "appended", 3)
 	rewritten, _ := migSession(t, root, "rewritten", 3)
-	migRun(t, copyOptions(root))
+	migRun(t, rebuildOptions(root))
 	migAppend(t, appended, migEntryLine("e0000100", last, "more"))
 	rewriteFirstMessage(t, rewritten)
-	rep := migRun(t, copyOptions(root))
+	rep := migRun(t, rebuildOptions(root))
 	if s := migResult(t, rep, appended); s.Outcome != OutcomeDone || s.Displaced != "" {
 		t.Fatalf("appended: %+v", s)
 	}
@@ -303,10 +303,10 @@ func TestRefreshQuarantineSyncs(t *testing.T) {
 	appended, last := migSession(t, root, "appended", 3)
 	kept1, _ := migSession(t, root, "kept1", 3)
 	kept2, _ := migSession(t, root, "kept2", 3)
-	migRun(t, copyOptions(root))
+	migRun(t, rebuildOptions(root))
 	var mu sync.Mutex
 	var synced map[string]int
-	opt := copyOptions(root)
+	opt := rebuildOptions(root)
 	opt.Ops = durable.OS
 	opt.Ops.Sync = func(f *os.File) error {
 		mu.Lock()
@@ -361,9 +361,9 @@ func TestRefreshQuarantineSyncs(t *testing.T) {
 func TestRefreshQuarantineSyncFails(t *testing.T) {
 	root := t.TempDir()
 	path, _ := migSession(t, root, "kept", 3)
-	migRun(t, copyOptions(root))
+	migRun(t, rebuildOptions(root))
 	rewriteFirstMessage(t, path)
-	opt := copyOptions(root)
+	opt := rebuildOptions(root)
 	opt.Ops = durable.FaultyOps(durable.FaultRule{Op: durable.FaultSync,
 		Pattern: filepath.Join(root, ledger.PisessDir, ledger.QuarantineDir, "*", trees.CwdDir), Err: syscall.EIO})
 	var logs bytes.Buffer
@@ -396,7 +396,7 @@ func TestRefreshDiscardsDuringTheRun(t *testing.T) {
 		p, last := migSession(t, root, name, 4)
 		paths, lasts = append(paths, p), append(lasts, last)
 	}
-	first := migRun(t, copyOptions(root))
+	first := migRun(t, rebuildOptions(root))
 	for i, p := range paths {
 		if s := migResult(t, first, p); s.Outcome != OutcomeDone {
 			t.Fatalf("migrate %s: %+v", p, s)
@@ -407,7 +407,7 @@ func TestRefreshDiscardsDuringTheRun(t *testing.T) {
 	journal := filepath.Join(root, ledger.PisessDir, ledger.JournalName)
 	var firstGone bool
 	var once sync.Once
-	opt := copyOptions(root)
+	opt := rebuildOptions(root)
 	opt.Jobs = 1
 	opt.CorrelationID = "0c5e8a52-3f0e-4b8a-9d55-6e3c1f0b2a11"
 	rel, _ := filepath.Rel(root, paths[0])
@@ -437,7 +437,7 @@ func TestRefreshDiscardsDuringTheRun(t *testing.T) {
 	}
 	rep := migRun(t, opt)
 	for _, p := range paths {
-		if s := migResult(t, rep, p); s.Outcome != OutcomeDone || !s.Incremental || s.Displaced != "" {
+		if s := migResult(t, rep, p); s.Outcome != OutcomeDone || s.Incremental || s.Displaced != "" {
 			t.Fatalf("refresh %s: %+v", p, s)
 		}
 	}
@@ -461,10 +461,10 @@ func TestRefreshDiscardsDuringTheRun(t *testing.T) {
 	}
 }
 
-// copyOptions are migOptions with refreshes through a staging copy (the
-// path whose displaced sidecars these tests follow), not in place.
-func copyOptions(paths ...string) MigrateOptions {
+// rebuildOptions are migOptions with refreshes by full rebuilds (the path
+// whose displaced sidecars these tests follow), not in place.
+func rebuildOptions(paths ...string) MigrateOptions {
 	o := migOptions(paths...)
-	o.CopyRefresh = true
+	o.seams = &seams{fullRefresh: true}
 	return o
 }

@@ -18,8 +18,7 @@
 //     build, then full): read → stage (writers) → verify
 //     (verify.VerifiedStaged, VerifiedAppend) → the store's ledger and
 //     clean source state → one seal → cutover (rollback.Cutover) or, for a
-//     refresh, the incremental paths (refresh_incremental.go,
-//     refresh_inplace.go), every phase a journal event with the run's
+//     refresh, the sidecar continued in place (refresh.go), every phase a journal event with the run's
 //     correlation id;
 //   - a migrate run's steps (migrate.go): walk, lock and heal, jobs, plan
 //     and run, the end of the run (journals synced, displaced sidecars
@@ -66,29 +65,34 @@
 // cutover record, and the directory after the rename; the journal's
 // progress records ride on them and on one sync at the end of the run.
 //
-// # The three refresh paths
+// # The two refresh paths
 //
 // pi only appends whole lines to a session and marks its sidecar dirty
-// when it does (FORMAT.md §8). The refresh record of a sidecar
-// (ledger.RefreshRecord, in .pisess/refresh.json, written after each
-// install) keeps the source's length, SHA-256, SHA-256 state and XXH3-128
-// of the bytes the sidecar was built from, and the store's entry count,
-// chain, index digest and its SHA-256 state, manifest inode and manifest
-// digest: data, never an address. When it shows that the session still
-// begins with exactly those bytes (one read of the prefix for its XXH3;
-// the SHA-256 of the whole file goes on from the recorded state over the
-// new bytes only), followed by whole new lines, the sidecar is continued
-// in place (refresh_inplace.go), under the session lock and the store's
+// when it does (FORMAT.md §8; the TypeScript pi leaves its fingerprint
+// instead). The refresh record of a sidecar (ledger.RefreshRecord, in
+// .pisess/refresh.json, written after each install, every member
+// required) keeps the source's length, SHA-256, SHA-256 state and
+// XXH3-128 of the bytes the sidecar was built from, and the store's entry
+// count, chain, index digest and its SHA-256 state, manifest inode and
+// manifest digest: data, never an address. When it shows that the session
+// still begins with exactly those bytes (one read of the prefix for its
+// XXH3; the SHA-256 of the whole file goes on from the recorded state over
+// the new bytes only), followed by whole new lines, the sidecar is
+// continued in place (refresh.go), under the session lock and the store's
 // store.mutation.lock:
 //
-//  1. its frames are CRC-checked against their index rows, not parsed
-//     (the record vouches for the manifest and the index), on a goroutine
-//     of their own while the rows are read — or not read at all when the
-//     fresh cache vouches for the sidecar frame for frame (a refresh in
-//     place wrote and checked it, on a file system whose change times show
-//     every later change, and every one of its files is as it left them):
-//     the index rows are then read for their ids only, their digest going
-//     on from the record's indexSha256State;
+//  1. the store is checked against the record (which vouches for the
+//     manifest and the index) and its frames read as little as they may
+//     be: not at all when the fresh cache vouches for the sidecar frame
+//     for frame (a refresh or install wrote and checked it, on a file
+//     system whose change times show every later change, and every one of
+//     its files is as it left them: the index rows are then read for
+//     their ids only, their digest going on from the record's
+//     indexSha256State); else CRC-checked against their index rows, not
+//     parsed, on a goroutine of their own while the rows are read; and
+//     read and parsed for their links only when a new entry branches from
+//     an earlier one (whose branch count only the old frames hold: the
+//     store is then checked again that way, before anything is written);
 //  2. every new entry is read and checked (and the next session's reading
 //     begins);
 //  3. the journal records the cutover (cutover_commit, an installed note
@@ -107,17 +111,20 @@
 // One seal per session, no copy, nothing to discard. A power loss may keep
 // some of the new bytes and lose the journal records or the dirty mark:
 // the sidecar is then dirty, or stale by its fingerprint (the session
-// grew), never clean, and the next run rebuilds it. New entries that
-// branch from an earlier entry (whose branch count only the old frames
-// hold), more than writers.MaxInPlaceBytes of new payloads, a store
-// mutation lock that stays held, or --keep-displaced make the refresh go
-// through a staging copy instead (refresh_incremental.go: the old store
-// copied into a staging directory, each frame CRC-checked, then the same
-// appends, verification and an ordinary cutover). Anything else — a record
-// missing or not matching, a changed prefix, a torn last line, a damaged
-// old store, a new entry that refers forward — is a full rebuild. Each
-// path writes the store byte for byte as a full rebuild does (tested on
-// every vector set, in place and through a copy).
+// grew), never clean, and the next run rebuilds it. Anything else — no
+// record or one that does not match, a changed prefix, a torn last line,
+// a damaged old store, a new entry that refers forward, more than
+// writers.MaxInPlaceBytes of new payloads, a store mutation lock that
+// another process holds, --keep-displaced (a sidecar continued in place
+// displaces nothing to keep), a sidecar that does not verify after the
+// append — is a full rebuild from the whole source, built and installed as
+// a migration is (the old sidecar displaced). A third path, through a
+// staging copy of the old store, served the branches, large appends, held
+// locks and --keep-displaced until issue 33: at ~0.26 of a full rebuild
+// for a 100 MB session (scripts/BENCHMARKS.md), it bought those rare cases
+// less than the in-place path now does for branches, and the others are
+// rebuilt. Each path writes the store byte for byte as a full rebuild does
+// (tested on every vector set, for each way the frames are read).
 //
 // # Interrupts
 //

@@ -36,10 +36,6 @@ type MigrateOptions struct {
 	// KeepDisplaced keeps every sidecar a refresh displaces in the
 	// quarantine, reproducible ones included (--keep-displaced).
 	KeepDisplaced bool
-	// CopyRefresh refreshes a sidecar through a staging copy even where it
-	// could be continued in place (KeepDisplaced implies it: a sidecar
-	// continued in place displaces nothing to keep).
-	CopyRefresh bool
 	// LockWait is how long to wait for a tree lock another run holds
 	// (--lock-wait); 0: exit 32 at once.
 	LockWait time.Duration
@@ -338,7 +334,7 @@ func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
 	}
 	r.env = Env{Clock: opt.Clock, Ops: ops, MaxSegmentBytes: opt.MaxSegmentBytes,
 		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: r.log,
-		InPlace: !opt.KeepDisplaced && !opt.CopyRefresh, onOpened: opt.seams.openedHook(),
+		InPlace: !opt.KeepDisplaced && !opt.seams.fullRefreshes(), onOpened: opt.seams.openedHook(),
 		leftovers: &leftovers{ops: ops}}
 	var dq *rollback.Discarder
 	if !opt.DryRun && !opt.KeepDisplaced {
@@ -564,7 +560,7 @@ func displacedOf(jb job, res SessionResult) rollback.Displaced {
 	}
 	return rollback.Displaced{Journal: jb.journal, Tree: jb.session.Tree, Rel: jb.session.Rel, Session: jb.session.Path,
 		Sidecar: res.Sidecar, Class: class, Installed: res.Outcome == OutcomeDone, Path: res.Displaced,
-		Incremental: res.Incremental, Prior: jb.prior, HasPrior: jb.hasPrior,
+		Prior: jb.prior, HasPrior: jb.hasPrior,
 		Database: jb.session.Format == readers.FormatSQLitev1, HeaderID: res.headerID, PrefixEntries: res.prefixEntries, PrefixChain: res.prefixChain}
 }
 

@@ -37,8 +37,8 @@ func TestMigrateInjectedFaults(t *testing.T) {
 		// then be the whole verified store.
 		installed bool
 		// inPlace: the refresh continues the sidecar in place (the other
-		// refreshes go through a staging copy). A fault after the sidecar
-		// was marked dirty leaves it so: not what pi reads.
+		// refreshes are full rebuilds). A fault after the sidecar was
+		// marked dirty leaves it so: not what pi reads.
 		inPlace bool
 	}{
 		{"ENOSPC on a segment write", durable.FaultRule{Op: durable.FaultWrite, Pattern: "*.seg", Err: syscall.ENOSPC}, false, false, false},
@@ -87,7 +87,9 @@ func TestMigrateInjectedFaults(t *testing.T) {
 
 			opt := migOptions(session)
 			opt.Ops = durable.FaultyOps(tt.rule)
-			opt.CopyRefresh = !tt.inPlace
+			if !tt.inPlace {
+				opt.seams = &seams{fullRefresh: true}
+			}
 			rep := migRun(t, opt)
 			s := migResult(t, rep, session)
 			if s.Outcome != OutcomeFailed || s.Error == nil ||

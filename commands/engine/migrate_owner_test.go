@@ -96,7 +96,7 @@ func TestMigrateOwnership(t *testing.T) {
 			inPlace := migOptions(dir)
 			inPlace.MaxSegmentBytes = 4096
 			third := migRun(t, inPlace)
-			incRefreshedBy(t, third, []string{a}, incInPlace)
+			incRefreshedInPlace(t, third, []string{a})
 			if segs, _ := os.ReadDir(filepath.Join(discover.SidecarPath(a), "segments")); len(segs) < 2 {
 				t.Fatalf("%d segments: the refresh in place did not roll over", len(segs))
 			}

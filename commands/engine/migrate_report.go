@@ -71,8 +71,8 @@ type SessionResult struct {
 	Displaced    string            `json:"displaced,omitempty"`
 	Notes        []string          `json:"notes,omitempty"`
 	Error        *ErrorInfo        `json:"error,omitempty"`
-	// Incremental: the sidecar was refreshed by staging only the entries
-	// the source gained (refresh_incremental.go).
+	// Incremental: the sidecar was refreshed in place, only the entries
+	// the source gained appended (refresh.go).
 	Incremental bool `json:"incremental,omitempty"`
 	// Healed: the sidecar was damaged (Class corrupt or partial) and the
 	// run rebuilt it from the source, keeping the damaged one in the

@@ -88,7 +88,7 @@ type session struct {
 	// from (JSONL), for the refresh record.
 	prefix normalize.PrefixHash
 	// verifiedNames are the sidecar's entries its verification walked
-	// (an incremental refresh's), for the fresh cache, and verifiedKeys
+	// (a refresh in place's), for the fresh cache, and verifiedKeys
 	// their metadata when it looked at each (verify.Report.Keys).
 	verifiedNames []string
 	verifiedKeys  []discover.FileKey
@@ -96,7 +96,7 @@ type session struct {
 	// (nil in a dry run, which makes nothing durable).
 	seal *durable.Seal
 	// heal: the sidecar this build replaces is damaged (plan.heal, or
-	// damaged, what an incremental refresh found wrong in it).
+	// damaged, what a refresh in place found wrong in it).
 	heal    bool
 	damaged string
 }
@@ -195,7 +195,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		defer lock.Unlock()
 	}
 	defer func() { x.seal.Close() }() // the last one opened (openSeal)
-	if r, ok := x.refreshAppended(ctx, res); ok {
+	if r, ok := x.refreshInPlace(ctx, res); ok {
 		return r
 	}
 	if x.damaged != "" && !res.heal {
@@ -387,7 +387,8 @@ func (x *session) giveToOwner(staging string) (uid, gid int, err error) {
 // about to be written (made first, empty, when create), before the first
 // byte of it is written, so that the seal's syncfs reports the writeback
 // error of any of them, whoever saw it first (issue 32 §4). A seal opened
-// before (a refresh that fell back to a staging copy) is closed.
+// before (by a refresh in place that gave way to a full rebuild) is
+// closed.
 func (x *session) openSeal(dir string, create bool) error {
 	if create {
 		// Not synced: the seal makes the directory's creation durable
@@ -413,7 +414,7 @@ func (x *session) openSeal(dir string, create bool) error {
 	return nil
 }
 
-// install is the end of every build, full or incremental: the staging
+// install is the end of every full build: the staging
 // store's own ledger and clean source state (written, like the store,
 // without fsyncs), one seal, the check that the source is still what was
 // read (unchanged), the cutover, the refresh record and the completed

@@ -227,7 +227,7 @@ func TestRunJobsLightRefreshesOverlap(t *testing.T) {
 		return durable.OS.OpenFile(path, flag, perm)
 	}
 	rep := migRun(t, opt)
-	incRefreshedBy(t, rep, []string{first, second}, incInPlace)
+	incRefreshedInPlace(t, rep, []string{first, second})
 	for _, p := range []string{first, second} {
 		incSameAsFull(t, p, 0)
 	}

@@ -41,8 +41,10 @@ type Env struct {
 	// Fresh is the session's tree's fresh cache (nil: a sidecar written is
 	// judged by a status next run).
 	Fresh *verify.FreshCache
-	// InPlace lets an incremental refresh continue the sidecar where it
-	// lies (refreshInPlace) instead of through a staging copy.
+	// InPlace lets a refresh continue the sidecar where it lies
+	// (refreshInPlace) instead of rebuilding it from the whole source
+	// (KeepDisplaced turns it off: a sidecar continued in place displaces
+	// nothing to keep).
 	InPlace bool
 	// slot, when set, is the session's place in runJobs' pipeline.
 	slot *buildSlot
@@ -486,8 +488,7 @@ const (
 // a full rebuild trades its light place for a full one (Env.fullPass).
 func lightRefresh(env Env, jb job) bool {
 	s := jb.session
-	if !env.InPlace || env.DryRun || env.Force || jb.plan.action != PlanRefresh || s.Format != readers.FormatJSONLv3 ||
-		!jb.hasPrior || jb.prior.ManifestSHA256 == "" {
+	if !env.InPlace || env.DryRun || env.Force || jb.plan.action != PlanRefresh || s.Format != readers.FormatJSONLv3 || !jb.hasPrior {
 		return false
 	}
 	grown := s.Size - jb.prior.SourceBytes

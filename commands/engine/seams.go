@@ -20,7 +20,14 @@ type seams struct {
 	noLinger bool
 	// walked is called as a migrate run ends a walk of its trees.
 	walked func()
+	// fullRefresh: every refresh is a full rebuild, which displaces the
+	// old sidecar (as with --keep-displaced, whose keeping it does not
+	// imply).
+	fullRefresh bool
 }
+
+// fullRefreshes is seams.fullRefresh.
+func (s *seams) fullRefreshes() bool { return s != nil && s.fullRefresh }
 
 // freshJudges returns the fresh cache's checks: the test's where it gave
 // them, else the defaults.

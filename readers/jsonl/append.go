@@ -33,14 +33,12 @@ var ErrNeedsWholeFile = errors.New("the appended entries need a read of the whol
 
 // AppendOptions say what an AppendSource continues from.
 type AppendOptions struct {
-	// Offset is the length of the bytes the store was built from, SHA256
-	// their digest.
+	// Offset is the length of the bytes the store was built from.
 	Offset int64
-	SHA256 [32]byte
-	// Prefix, when set, is those bytes' PrefixHash: they are then proved
-	// by their XXH3 alone and the SHA-256 goes on from its state, so that
-	// the prefix is read once but not SHA-256 hashed again.
-	Prefix *normalize.PrefixHash
+	// Prefix is those bytes' PrefixHash: they are proved by their XXH3
+	// alone and the SHA-256 goes on from its state (of Offset bytes), so
+	// that the prefix is read once but not SHA-256 hashed again.
+	Prefix normalize.PrefixHash
 	// Known reports whether an id belongs to an entry before Offset (or to
 	// one appended and already consumed): the store's ids.
 	Known func(id string) bool
@@ -48,10 +46,9 @@ type AppendOptions struct {
 
 // AppendSource streams the entries a session gained after its first
 // Offset bytes: the lines after them, read as Source reads lines. It reads
-// the file once: the prefix is hashed (one sequential XXH3, or SHA-256
-// without a PrefixHash: the cost of proving it unchanged) and the rest is
-// hashed as it is parsed, so that at the end the digest of the whole file
-// is known without reading it again.
+// the file once: the prefix is hashed (one sequential XXH3: the cost of
+// proving it unchanged) and the rest is hashed as it is parsed, so that at
+// the end the digest of the whole file is known without reading it again.
 type AppendSource struct {
 	Source
 	opt    AppendOptions
@@ -69,7 +66,7 @@ var prefixBuffers = bufpool.NewBytes(1 << 20)
 
 // OpenAppend opens the session at path for the entries after opt.Offset.
 // Its header is read again (line 1, inside the prefix); the prefix must
-// hash to opt.SHA256 and end with a newline, or the error matches
+// hash to opt.Prefix's XXH3 and end with a newline, or the error matches
 // ErrNotAppended. A header the reference refuses is a *readers.RefusedError
 // as from Open.
 func OpenAppend(path string, opt AppendOptions) (*AppendSource, error) {
@@ -99,31 +96,22 @@ func (s *AppendSource) open() error {
 	if err := s.readHeader(line, Options{}); err != nil {
 		return err
 	}
-	var state normalize.PrefixHash
-	if p := s.opt.Prefix; p != nil {
-		if n, ok := wire.SHA256StateLength(p.SHA256State); !ok || n != uint64(s.opt.Offset) {
-			return fmt.Errorf("%s: the recorded hash state is not one of its first %d bytes: %w", s.path, s.opt.Offset, ErrNotAppended)
-		}
-		state = *p
+	p := s.opt.Prefix
+	if n, ok := wire.SHA256StateLength(p.SHA256State); !ok || n != uint64(s.opt.Offset) {
+		return fmt.Errorf("%s: the recorded hash state is not one of its first %d bytes: %w", s.path, s.opt.Offset, ErrNotAppended)
 	}
-	sha, x, ok := normalize.NewPrefixHashes(state)
+	sha, x, ok := normalize.NewPrefixHashes(p)
 	if !ok {
 		return fmt.Errorf("%s: the recorded hash state cannot be restored: %w", s.path, ErrNotAppended)
 	}
 	s.sum, s.x = sha, x
-	// With a PrefixHash the prefix goes to the XXH3 only: sha already
-	// holds it.
-	var prefixSum io.Writer = io.MultiWriter(sha, x)
-	if s.opt.Prefix != nil {
-		prefixSum = x
-	}
 	buf := prefixBuffers.Get()
 	defer prefixBuffers.Put(buf)
 	var last byte
 	for off := int64(0); off < s.opt.Offset; {
 		n, err := s.f.ReadAt(buf[:min(int64(len(buf)), s.opt.Offset-off)], off)
 		if n > 0 {
-			prefixSum.Write(buf[:n])
+			x.Write(buf[:n]) // sha already holds the prefix
 			s.lines += int64(bytes.Count(buf[:n], []byte{'\n'}))
 			last = buf[n-1]
 			off += int64(n)
@@ -132,18 +120,10 @@ func (s *AppendSource) open() error {
 			return &readers.RefusedError{Path: s.path, Class: readers.ClassIO, Reason: "read: " + err.Error(), Err: err}
 		}
 	}
-	var changed bool
-	if p := s.opt.Prefix; p != nil {
-		var got [16]byte
-		x.Sum(got[:0])
-		changed = got != p.XXH3
-	} else {
-		var got [32]byte
-		sha.Sum(got[:0])
-		changed = got != s.opt.SHA256
-	}
+	var got [16]byte
+	x.Sum(got[:0])
 	switch {
-	case changed:
+	case got != p.XXH3:
 		return fmt.Errorf("%s: its first %d bytes changed: %w", s.path, s.opt.Offset, ErrNotAppended)
 	case last != '\n':
 		return fmt.Errorf("%s: the last line of its first %d bytes had no newline: %w", s.path, s.opt.Offset, ErrNotAppended)

@@ -33,6 +33,13 @@
 // cutover, and Seal fsyncs the whole tree once before verification and the
 // rename that installs it. WriteManifest, WriteCheckpoint, AppendLedger and
 // WriteSourceState write the other documents, each in the reference's way.
+// ContinueInPlace returns a Writer that goes on after an installed store's
+// last frame where it lies (a refresh in place: base.go checks the store,
+// its frames read as little as its caller's vouching allows), so that the
+// same appends give the bytes a Writer given every entry would; its caller
+// holds the store mutation lock and marks the sidecar dirty before the
+// first Append (FORMAT.md §8), so that a crash part way leaves a store pi
+// does not read.
 //
 // # Reading
 //

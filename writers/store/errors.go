@@ -55,9 +55,9 @@ func (e *FrameTooLargeError) Error() string {
 
 func (e *FrameTooLargeError) Is(target error) bool { return target == ErrTooLarge }
 
-// ErrBaseLinksNeeded is matched by Append on a Writer that Resume made
-// with Options.BaseVouched, for an entry whose parent is a base entry
-// before the last: Resume again without it.
+// ErrBaseLinksNeeded is matched by Append (and Appendable) on a Writer
+// that ContinueInPlace made without Options.BaseLinks, for an entry whose
+// parent is a base entry before the last: continue again with it.
 var ErrBaseLinksNeeded = errors.New("the base store's links are needed")
 
 // CorruptionError places an error in a store: Path is the file, Segment

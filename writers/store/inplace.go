@@ -9,18 +9,33 @@ import (
 )
 
 // ContinueInPlace opens the store at dir to append to it where it lies:
-// the Writer goes on after dir's last frame exactly as Resume's goes on
-// after a copy (so the same appends give the same bytes), but writes into
-// dir's own last segment and index, and WriteManifest replaces dir's
-// manifest (created now, as a rebuild's would be). It is the incremental
-// refresh without a copy (issue 14).
+// the Writer goes on after dir's last frame exactly as if it had written
+// every frame itself (so the same appends give the same bytes as a store
+// written from all the entries at once), writing into dir's own last
+// segment and index, and WriteManifest replaces dir's manifest (created
+// now, as a rebuild's would be). It is the incremental refresh (issue 14).
 //
-// The store is checked as Resume checks a vouched base (opt.BaseVouched is
-// implied): the caller vouches for the manifest and index (it compares
-// Base's digests with what it recorded before the first Append), each
-// frame is CRC-checked against its row (unless opt.FramesVouched), every
-// segment is exactly covered by its rows, no checkpoint, rollback intent or
-// other segment file is there.
+// The caller vouches for the manifest and the index (it compares Base's
+// digests with what it recorded before the first Append). The store is
+// checked: every row in this codec's form, every segment exactly covered
+// by its rows, no checkpoint, rollback intent or other segment file, the
+// manifest's head, counters and CRC equal to what the rows give; and each
+// frame, as opt says:
+//
+//   - by default it is CRC-checked against its row, on a goroutine of its
+//     own, not parsed: the chain and the message, compaction and branch
+//     counts are the manifest's, and the base entries' links are not
+//     known, so an appended entry may only continue the base's last entry,
+//     an entry appended after it, or nothing (another parent is
+//     ErrBaseLinksNeeded, returned before anything is written);
+//   - with opt.FramesVouched it is not read at all (nor are the
+//     directories listed, with opt.Names; the rows are read for their ids
+//     only, the index digest going on from opt.IndexSHA256State), with the
+//     same limit on parents;
+//   - with opt.BaseLinks every frame is read and parsed as a verification
+//     reads it (CRC, form, head against the row, links), the chain and
+//     counts recomputed and compared with the manifest: any parent will do.
+//
 // Nothing is written before the first Append; on error dir is untouched.
 //
 // The caller holds the session lock and the store mutation lock, and marks
@@ -32,11 +47,11 @@ func ContinueInPlace(ctx context.Context, dir string, opt Options) (*Writer, Bas
 	if err != nil {
 		return nil, Base{}, fmt.Errorf("continue store %s in place: %w", dir, err)
 	}
-	w.baseVouched, w.inPlace, w.framesVouched = true, true, opt.FramesVouched
-	if opt.FramesVouched {
+	w.inPlace, w.baseVouched = true, !opt.BaseLinks
+	if w.framesVouched = opt.FramesVouched && !opt.BaseLinks; w.framesVouched {
 		w.names, w.idxState = opt.Names, opt.IndexSHA256State
 	}
-	b, err := w.copyFrom(ctx, dir)
+	b, err := w.readBase(ctx, dir)
 	if err == nil {
 		err = w.openForAppend(b.IndexBytes)
 	}
@@ -78,8 +93,7 @@ func (w *Writer) openForAppend(indexBytes int64) error {
 // crcChecker CRC-checks the frames of a store continued in place on a
 // goroutine of its own, while the rows are read and the id graph is built
 // on the caller's: the rows come in batches, in order, and each segment is
-// read once, in chunks (baseCopy.vouchedFrame). A copy writes the frames
-// as it checks them and keeps both on one goroutine.
+// read once, in chunks (baseRead.vouchedFrame).
 type crcChecker struct {
 	batch   []frameCheck
 	batches chan []frameCheck
@@ -100,7 +114,7 @@ const checkBatch = 1024
 func startChecker(w *Writer) *crcChecker {
 	k := &crcChecker{batches: make(chan []frameCheck, 4), done: make(chan error, 1)}
 	go func() {
-		r := &baseCopy{w: w} // reads only: w.inPlace
+		r := &baseRead{w: w}
 		defer r.release()
 		var err error
 		for b := range k.batches {

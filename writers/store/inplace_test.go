@@ -60,21 +60,34 @@ func chainIDs(prefix string, n int) []string {
 	return ids
 }
 
+// inPlaceModes are the ways ContinueInPlace reads the base's frames: each
+// sets its options for a store whose index digest state is state.
+var inPlaceModes = []struct {
+	name string
+	opt  func(o *Options, state []byte)
+}{
+	{"frames CRC-checked", func(*Options, []byte) {}},
+	{"frames vouched", func(o *Options, state []byte) { o.FramesVouched, o.IndexSHA256State = true, state }},
+	{"frames read for their links", func(o *Options, _ []byte) { o.BaseLinks = true }},
+}
+
 // TestContinueInPlace: a store continued where it lies, with any number
 // of appended entries (none, within the last segment, rolling over), is
-// byte for byte the store written from all the entries at once; an empty
-// store too.
+// byte for byte the store written from all the entries at once, however
+// its frames are read; an empty store too.
 func TestContinueInPlace(t *testing.T) {
 	for _, c := range []struct{ base, more int }{{0, 3}, {6, 0}, {6, 1}, {6, 9}, {12, 40}} {
-		for _, vouched := range []bool{false, true} {
-			t.Run(strconv.Itoa(c.base)+"+"+strconv.Itoa(c.more)+map[bool]string{true: ", frames vouched"}[vouched], func(t *testing.T) {
+		for _, mode := range inPlaceModes {
+			t.Run(strconv.Itoa(c.base)+"+"+strconv.Itoa(c.more)+", "+mode.name, func(t *testing.T) {
 				base, more := chainIDs("a", c.base), chainIDs("b", c.more)
 				dir := filepath.Join(t.TempDir(), "s.v2")
-				inPlaceChain(t, dir, base)
+				state := inPlaceChain(t, dir, base)
 				full := filepath.Join(t.TempDir(), "s.v2")
 				inPlaceChain(t, full, append(append([]string{}, base...), more...))
 
-				w, b, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock, FramesVouched: vouched})
+				opt := Options{MaxSegmentBytes: 1024, Clock: fixedClock}
+				mode.opt(&opt, state)
+				w, b, err := ContinueInPlace(context.Background(), dir, opt)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -97,8 +110,9 @@ func TestContinueInPlace(t *testing.T) {
 // and the store continued is still byte for byte the one written at once,
 // its index digest that store's; the digest comes from the state alone (a
 // state of another index of the same length gives that index's digest,
-// for the caller's record to refuse), and a state of another length or
-// none that crypto/sha256 wrote refuses the store.
+// for the caller's record to refuse), and a state of another length, one
+// crypto/sha256 did not write, or none refuses the store (every record
+// pisess writes has one: the rows are never hashed again).
 func TestContinueInPlaceIndexState(t *testing.T) {
 	base, more := chainIDs("a", 6), chainIDs("b", 9)
 	full := filepath.Join(t.TempDir(), "s.v2")
@@ -161,7 +175,7 @@ func TestContinueInPlaceIndexState(t *testing.T) {
 			t.Fatalf("index digest %s: want the state's %s, not the rows' %s", b.IndexSHA256, hexSHA256(otherIdx), hexSHA256(idx))
 		}
 	}
-	for name, st := range map[string][]byte{"shorter": shorter, "garbage": []byte("not a state")} {
+	for name, st := range map[string][]byte{"shorter": shorter, "garbage": []byte("not a state"), "none": {}} {
 		_, w, _, err := continued(t, st)
 		if w != nil {
 			w.Close()
@@ -189,9 +203,9 @@ func TestContinueInPlaceFramesVouched(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "s.v2")
-			inPlaceChain(t, dir, chainIDs("a", 6))
+			state := inPlaceChain(t, dir, chainIDs("a", 6))
 			c.damage(t, dir)
-			w, _, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock, FramesVouched: true})
+			w, _, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock, FramesVouched: true, IndexSHA256State: state})
 			if w != nil {
 				w.Close()
 			}
@@ -209,7 +223,7 @@ func TestContinueInPlaceFramesVouched(t *testing.T) {
 // none of that.
 func TestContinueInPlaceNames(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "s.v2")
-	inPlaceChain(t, dir, chainIDs("a", 6))
+	state := inPlaceChain(t, dir, chainIDs("a", 6))
 	var listed []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		rel, _ := filepath.Rel(dir, path)
@@ -237,7 +251,7 @@ func TestContinueInPlaceNames(t *testing.T) {
 		{"no segments directory", without("segments"), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w, _, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock, FramesVouched: true, Names: c.names})
+			w, _, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock, FramesVouched: true, IndexSHA256State: state, Names: c.names})
 			if w != nil {
 				w.Close()
 			}
@@ -250,9 +264,12 @@ func TestContinueInPlaceNames(t *testing.T) {
 
 // TestContinueInPlaceRefuses: a store that is not exactly what its rows
 // say, or whose files pisess must not write through, is refused with
-// ErrNotResumable (or the link error) and left byte for byte as it was;
-// an entry whose branch only the base's frames could count is refused by
-// Append before anything is written.
+// ErrNotResumable (or the link error) and left byte for byte as it was,
+// whether its frames are CRC-checked or read for their links (bytes after
+// the last frame of an earlier segment included: only the last segment's
+// were looked at while the frames were CRC-checked); an entry whose branch
+// only the base's frames could count is refused by Append before anything
+// is written, unless they were read for their links.
 func TestContinueInPlaceRefuses(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -262,6 +279,12 @@ func TestContinueInPlaceRefuses(t *testing.T) {
 		{"damaged frame", func(t *testing.T, dir string) { fixtures.FlipByte(t, SegmentPath(dir, 1), 50) }, ErrNotResumable},
 		{"torn tail after the last frame", func(t *testing.T, dir string) {
 			appendBytes(t, lastSegment(t, dir), []byte(`{"schema":"pi.session_store_v2.segm`))
+		}, ErrNotResumable},
+		{"bytes after the last frame of an earlier segment", func(t *testing.T, dir string) {
+			if rows := indexRows(t, dir); rows[len(rows)-1].SegmentSeq < 2 {
+				t.Fatal("the store has one segment")
+			}
+			appendBytes(t, SegmentPath(dir, 1), []byte("\n"))
 		}, ErrNotResumable},
 		{"unindexed segment", func(t *testing.T, dir string) {
 			rows := indexRows(t, dir)
@@ -281,19 +304,21 @@ func TestContinueInPlaceRefuses(t *testing.T) {
 		}, durable.ErrMultiLink},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "s.v2")
-			inPlaceChain(t, dir, chainIDs("a", 8))
-			c.damage(t, dir)
-			before := fixtures.TreeDigest(t, dir)
-			_, _, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock})
-			if !errors.Is(err, c.want) {
-				t.Fatalf("got %v, want %v", err, c.want)
-			}
-			if !maps.Equal(before, fixtures.TreeDigest(t, dir)) {
-				t.Fatal("the refused store was changed")
-			}
-		})
+		for _, links := range []bool{false, true} {
+			t.Run(c.name+map[bool]string{true: ", frames read for their links"}[links], func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "s.v2")
+				inPlaceChain(t, dir, chainIDs("a", 8))
+				c.damage(t, dir)
+				before := fixtures.TreeDigest(t, dir)
+				_, _, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: 1024, Clock: fixedClock, BaseLinks: links})
+				if !errors.Is(err, c.want) {
+					t.Fatalf("got %v, want %v", err, c.want)
+				}
+				if !maps.Equal(before, fixtures.TreeDigest(t, dir)) {
+					t.Fatal("the refused store was changed")
+				}
+			})
+		}
 	}
 
 	t.Run("child of an earlier base entry", func(t *testing.T) {
@@ -314,6 +339,67 @@ func TestContinueInPlaceRefuses(t *testing.T) {
 			t.Fatal("a refused Append changed the store")
 		}
 	})
+}
+
+// TestContinueInPlaceBaseLinks: a store whose frames were read for their
+// links takes any parent: children of an earlier base entry (a branch
+// only its frames can count) and of the last (twice: a branch the
+// manifest's count continues) give, with small and default segments, the
+// store written from all the entries at once; without BaseLinks the
+// first is ErrBaseLinksNeeded and the second the same bytes.
+func TestContinueInPlaceBaseLinks(t *testing.T) {
+	base := chainIDs("a", 8)
+	for _, maxSeg := range []int64{1024, 0} {
+		for _, c := range []struct {
+			name     string
+			appended [][2]string // id, parent
+			links    bool        // needs BaseLinks
+		}{
+			{"children of an earlier entry", [][2]string{{"x1", "a3"}, {"x2", "x1"}, {"x3", "a3"}}, true},
+			{"two children of the last entry", [][2]string{{"x1", "a8"}, {"x2", "a8"}, {"x3", "x1"}}, false},
+		} {
+			t.Run(c.name+", segments of "+strconv.FormatInt(maxSeg, 10), func(t *testing.T) {
+				full := filepath.Join(t.TempDir(), "s.v2")
+				w, err := Create(full, Options{MaxSegmentBytes: maxSeg, Clock: fixedClock})
+				if err != nil {
+					t.Fatal(err)
+				}
+				appendChain(t, w, "", base)
+				for _, a := range c.appended {
+					if _, err := w.Append(a[0], a[1], "custom", payloadFor(a[0], a[1])); err != nil {
+						t.Fatal(err)
+					}
+				}
+				finishStore(t, w)
+				for _, links := range []bool{true, false} {
+					dir := filepath.Join(t.TempDir(), "s.v2")
+					chainStore(t, dir, base, maxSeg)
+					w, _, err := ContinueInPlace(context.Background(), dir, Options{MaxSegmentBytes: maxSeg, Clock: fixedClock, BaseLinks: links})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var refused error
+					for _, a := range c.appended {
+						if _, err := w.Append(a[0], a[1], "custom", payloadFor(a[0], a[1])); err != nil {
+							refused = err
+							break
+						}
+					}
+					if c.links && !links {
+						w.Close()
+						if !errors.Is(refused, ErrBaseLinksNeeded) {
+							t.Fatalf("without BaseLinks: %v, want ErrBaseLinksNeeded", refused)
+						}
+						continue
+					}
+					if refused != nil {
+						t.Fatalf("BaseLinks %v: %v", links, refused)
+					}
+					sealSame(t, w, dir, full)
+				}
+			})
+		}
+	}
 }
 
 // TestContinueInPlaceSmallBuffer: a store continued in place writes

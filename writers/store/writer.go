@@ -39,17 +39,12 @@ type Options struct {
 	// installs the store must check it read back (store.Check does, from
 	// the frames alone).
 	Branches func() uint64
-	// BaseVouched, for Resume only: the caller vouches for the base store's
-	// manifest and index, and compares them with its record of the store
-	// as pisess installed and verified it (entry count, chain, index
-	// digest) before it uses the result (commands/engine's refresh does).
-	// Each base frame is then only CRC-checked against its row, not parsed:
-	// the chain and the message, compaction and branch counts are the
-	// manifest's, and the base entries' links are not known. An appended
-	// entry may then only continue the base's last entry, an entry appended
-	// after it, or nothing; another parent is ErrBaseLinksNeeded (Resume
-	// again without BaseVouched).
-	BaseVouched bool
+	// BaseLinks, for ContinueInPlace only: every base frame is read and
+	// parsed for its entry's links (an appended entry continues a base
+	// entry before the last, whose branch count only the frames hold),
+	// instead of being CRC-checked against its row on the caller's word
+	// for the manifest. FramesVouched is then ignored.
+	BaseLinks bool
 	// FramesVouched, for ContinueInPlace only: the caller also vouches for
 	// the base's frames, checked when it last wrote the store and
 	// unchanged since (commands/engine's fresh cache: the metadata of every
@@ -127,8 +122,9 @@ type Writer struct {
 	graph idgraph.Graph
 	// vouched replaces graph when Options.Branches is set.
 	vouched func() uint64
-	// baseVouched is Options.BaseVouched: graph's first baseCount nodes
-	// are the base's, without their links, and baseBranches its branches.
+	// baseVouched: continued in place without Options.BaseLinks, graph's
+	// first baseCount nodes are the base's, without their links, and
+	// baseBranches its branches.
 	baseVouched  bool
 	baseCount    int
 	baseBranches uint64

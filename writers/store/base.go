@@ -21,16 +21,17 @@ import (
 	"pisess/writers/wire"
 )
 
-// ErrNotResumable is matched by Resume's error when the base store is not
-// one Resume can continue byte for byte: not in this codec's exact form,
+// ErrNotResumable is matched by ContinueInPlace's error when the store is
+// not one it can continue byte for byte: not in this codec's exact form,
 // inconsistent with its manifest, damaged, or holding files a migration
 // never writes. Its caller rebuilds from the source instead.
 var ErrNotResumable = errors.New("store cannot be continued")
 
-// Base describes the store Resume copied, as its copy read it: every
-// frame's CRC-32C checked against its index row, every frame's head read,
-// the chain recomputed from the frames' digests, the manifest compared with
-// all of it.
+// Base describes the store ContinueInPlace continues, as its check read
+// it: every frame's CRC-32C checked against its index row (or vouched
+// for, Options.FramesVouched), the manifest compared with the rows and,
+// where the frames were read for their links (Options.BaseLinks), with
+// the chain and counts they give.
 type Base struct {
 	Manifest wire.Manifest
 	// LastRow is the last index row (zero for an empty store).
@@ -39,8 +40,9 @@ type Base struct {
 	// hex SHA-256 of its bytes (the empty digest when there is none).
 	IndexBytes  int64
 	IndexSHA256 string
-	// ManifestSHA256 is the hex SHA-256 of manifest.json's bytes: with
-	// Options.BaseVouched, what the caller compares with its record.
+	// ManifestSHA256 is the hex SHA-256 of manifest.json's bytes: what
+	// the caller compares with its record before it relies on the
+	// manifest (it vouches for the manifest and the index).
 	ManifestSHA256 string
 }
 
@@ -51,44 +53,9 @@ func hexSHA256(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Resume creates a new store at dir (as Create does) holding a copy of the
-// store at base, and returns a Writer that continues it: the next Append
-// goes on in base's last segment, with its chain, counters, head and
-// entry ids, exactly as if the Writer had written base's frames itself. So
-// a store built by Resume and the same appends is byte for byte the store
-// Create and all the appends would write, provided base was written by this
-// package at the same clock.
-//
-// The copy is a cheap check of base, not a verification: each frame line
-// must match its index row's CRC-32C and coordinates and be in
-// AppendFrame's exact form (wire.ParseFrameHead), each row in
-// AppendIndexRow's form, the segments exactly covered by the rows, and the
-// manifest's counters, head, chain and CRC equal to what the frames give;
-// base must hold no checkpoint, no pending rollback intent and no segment
-// file its index does not name (with opt.BaseVouched the frames are only
-// CRC-checked against their rows: see Options.BaseVouched). Any of that
-// failing yields an error matching ErrNotResumable (dir then holds a
-// partial store the caller removes, as after any failed staging). Files
-// are copied, never linked: pisess refuses to work on files with more than
-// one link.
-func Resume(ctx context.Context, base, dir string, opt Options) (*Writer, Base, error) {
-	opt.Branches = nil // the copied frames' links are checked here
-	w, err := Create(dir, opt)
-	if err != nil {
-		return nil, Base{}, err
-	}
-	w.baseVouched = opt.BaseVouched
-	b, err := w.copyFrom(ctx, base)
-	if err != nil {
-		_ = w.Close()
-		return nil, Base{}, fmt.Errorf("continue store %s in %s: %w", base, dir, err)
-	}
-	return w, b, nil
-}
-
-// Has reports whether an entry with id was written (or copied) so far; a
-// Writer whose links are vouched for (Options.Branches) keeps no ids, but
-// Resume never makes one.
+// Has reports whether an entry with id was written (or is in the base it
+// continues) so far; a Writer whose links are vouched for
+// (Options.Branches) keeps no ids, but ContinueInPlace never makes one.
 func (w *Writer) Has(id string) bool {
 	return w.graph.Has(id)
 }
@@ -105,10 +72,10 @@ func notResumable(format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrNotResumable)
 }
 
-// copyFrom copies base's index and segments into w's (new, empty) store and
-// leaves w positioned after base's last frame, the last segment and the
-// index still open for appending.
-func (w *Writer) copyFrom(ctx context.Context, base string) (Base, error) {
+// readBase checks the store at base (w's own root: it is continued where
+// it lies) and leaves w positioned after its last frame, as if w had
+// written every frame itself.
+func (w *Writer) readBase(ctx context.Context, base string) (Base, error) {
 	m, mb, err := readManifestBytes(w.ops, base)
 	if err != nil {
 		return Base{}, notResumable("manifest: %v", err)
@@ -116,7 +83,7 @@ func (w *Writer) copyFrom(ctx context.Context, base string) (Base, error) {
 	if err := w.checkBaseFiles(base, m.Files.SegmentCount); err != nil {
 		return Base{}, err
 	}
-	c := &baseCopy{w: w, base: base, sum: w.idxSum, entries: m.Counters.EntriesTotal, bytes: m.Counters.BytesTotal} // the copy's rows start the new index's digest
+	c := &baseRead{w: w, base: base, sum: w.idxSum, entries: m.Counters.EntriesTotal, bytes: m.Counters.BytesTotal} // the base's rows start the index's digest
 	defer c.release()
 	if err := c.run(ctx); err != nil {
 		return Base{}, err
@@ -126,7 +93,7 @@ func (w *Writer) copyFrom(ctx context.Context, base string) (Base, error) {
 		ManifestSHA256: hex.EncodeToString(msum[:])}
 	if w.baseVouched && w.head.EntrySeq > 0 {
 		// What only the frames hold is taken from the manifest the
-		// caller vouches for (Options.BaseVouched).
+		// caller vouches for (unless Options.BaseLinks).
 		w.chain = m.Integrity.ChainHash
 		w.counters.MessagesTotal, w.counters.CompactionsTotal = m.Counters.MessagesTotal, m.Counters.CompactionsTotal
 		w.baseBranches, w.baseCount = m.Counters.BranchesTotal, w.graph.Len()
@@ -210,17 +177,17 @@ func (w *Writer) matchManifest(m wire.Manifest) error {
 	return nil
 }
 
-// baseCopy is one copy of a base store's index and segments.
-type baseCopy struct {
+// baseRead is one read of a base store's index and segments.
+type baseRead struct {
 	w    *Writer
 	base string
 	sum  hash.Hash
 
 	src     *os.File
-	srcBuf  *bufio.Reader // a full copy's
+	srcBuf  *bufio.Reader // a read of every frame's (Options.BaseLinks)
 	srcSize int64
 	srcSeq  uint64
-	// A vouched copy's (vouchedFrame): the chunk of the segment read,
+	// The CRC checker's (vouchedFrame): the chunk of the segment read,
 	// the offset of the next frame in it, the bytes read so far.
 	chunkBuf, chunk []byte
 	at              int
@@ -231,8 +198,9 @@ type baseCopy struct {
 	// entries is the manifest's entry count: a hint to size the id graph;
 	// bytes its frame bytes (runVouched).
 	entries, bytes uint64
-	// check, in place, CRC-checks the frames on a goroutine of its own
-	// while the rows are read (nothing is written, so nothing waits on it).
+	// check CRC-checks the frames on a goroutine of its own while the
+	// rows are read (nothing is written, so nothing waits on it), unless
+	// they are vouched for or read for their links.
 	check *crcChecker
 }
 
@@ -240,11 +208,11 @@ type baseCopy struct {
 // bytes holds fewer than n/minIndexRow rows, whatever its manifest says.
 const minIndexRow = 100
 
-func (c *baseCopy) run(ctx context.Context) error {
+func (c *baseRead) run(ctx context.Context) error {
 	w := c.w
 	f, size, err := openRegular(w.ops, IndexPath(c.base))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil // an empty store: nothing to copy
+		return nil // an empty store: nothing to read
 	}
 	if err != nil {
 		return notResumable("index: %v", err)
@@ -253,26 +221,16 @@ func (c *baseCopy) run(ctx context.Context) error {
 	if n := min(c.entries, uint64(size)/minIndexRow); n > 0 {
 		w.graph.Grow(int(n), 8*int(n)) // pi's ids are 8 characters
 	}
-	switch {
-	case w.inPlace && w.framesVouched:
-		r := baseIndexReaders.Get()
-		defer baseIndexReaders.Put(r)
-		r.Reset(f)
-		return c.runVouched(ctx, r)
-	case w.inPlace:
-		c.check = startChecker(w)
-		defer c.check.stop()
-	default:
-		idx, err := w.ops.CreatePrivate(IndexPath(w.root))
-		if err != nil {
-			return err
-		}
-		w.idx, w.idxBuf = idx, idxBufPool.Get()
-		w.idxBuf.Reset(idx)
-	}
 	r := baseIndexReaders.Get()
 	defer baseIndexReaders.Put(r)
 	r.Reset(f)
+	switch {
+	case w.framesVouched:
+		return c.runVouched(ctx, r)
+	case w.baseVouched:
+		c.check = startChecker(w)
+		defer c.check.stop()
+	}
 	var frame []byte
 	for n := uint64(1); ; n++ {
 		line, done, err := indexLine(ctx, r, n)
@@ -288,16 +246,10 @@ func (c *baseCopy) run(ctx context.Context) error {
 		if !ok {
 			return notResumable("index line %d is not a row in this codec's form", n)
 		}
-		if frame, err = c.copyFrame(row, n, frame); err != nil {
+		if frame, err = c.readFrame(row, n, frame); err != nil {
 			return err
 		}
 		c.last = row
-		if w.inPlace {
-			continue // the row stays where it is
-		}
-		if _, err := w.idxBuf.Write(line); err != nil {
-			return err
-		}
 	}
 	if c.srcSeq == 0 {
 		return notResumable("the index has no rows")
@@ -308,7 +260,7 @@ func (c *baseCopy) run(ctx context.Context) error {
 	if c.check != nil {
 		return c.check.wait()
 	}
-	return c.writeChunk()
+	return nil
 }
 
 // indexLine returns line n of the index r reads (done past its last), the
@@ -329,22 +281,19 @@ func indexLine(ctx context.Context, r *bufio.Reader, n uint64) (line []byte, don
 	return line, false, nil
 }
 
-// runVouched is run for a store continued in place whose frames and index
-// the caller vouches for (Options.FramesVouched: unchanged since it wrote
-// and checked them): the rows are hashed (unless the digest goes on from
-// the state recorded with them, Options.IndexSHA256State) and their ids
-// taken for the id graph, but only the last is parsed, and the writer is put where
-// advanceRow would have left it after every row, its frame bytes the
-// manifest's (issue 14: the rows were most of a refresh's reading).
-func (c *baseCopy) runVouched(ctx context.Context, r *bufio.Reader) error {
+// runVouched is run for a store whose frames and index the caller vouches
+// for (Options.FramesVouched: unchanged since it wrote and checked them):
+// the rows are read for their ids (the id graph) but not hashed, the
+// digest going on from the state recorded with them
+// (Options.IndexSHA256State); only the last is parsed, and the writer is
+// put where advanceRow would have left it after every row, its frame bytes
+// the manifest's (issue 14: the rows were most of a refresh's reading).
+func (c *baseRead) runVouched(ctx context.Context, r *bufio.Reader) error {
 	w := c.w
-	hashed := w.idxState == nil
-	if !hashed {
-		// The digest goes on from the recorded state (IndexSHA256State);
-		// the caller compares the digest it gives with its record.
-		if err := c.sum.(encoding.BinaryUnmarshaler).UnmarshalBinary(w.idxState); err != nil {
-			return notResumable("the recorded index digest state: %v", err)
-		}
+	// The digest goes on from the recorded state (IndexSHA256State); the
+	// caller compares the digest it gives with its record.
+	if err := c.sum.(encoding.BinaryUnmarshaler).UnmarshalBinary(w.idxState); err != nil {
+		return notResumable("the recorded index digest state: %v", err)
 	}
 	var last []byte
 	var n uint64
@@ -357,9 +306,6 @@ func (c *baseCopy) runVouched(ctx context.Context, r *bufio.Reader) error {
 			return err
 		}
 		n++
-		if hashed {
-			c.sum.Write(line)
-		}
 		c.indexBytes += int64(len(line))
 		id, ok := wire.IndexRowEntryID(line)
 		if !ok {
@@ -375,10 +321,8 @@ func (c *baseCopy) runVouched(ctx context.Context, r *bufio.Reader) error {
 	if n == 0 {
 		return notResumable("the index has no rows")
 	}
-	if !hashed {
-		if size, ok := wire.SHA256StateLength(w.idxState); !ok || size != uint64(c.indexBytes) {
-			return notResumable("the index has %d bytes, its recorded digest state is of another length", c.indexBytes)
-		}
+	if size, ok := wire.SHA256StateLength(w.idxState); !ok || size != uint64(c.indexBytes) {
+		return notResumable("the index has %d bytes, its recorded digest state is of another length", c.indexBytes)
 	}
 	row, ok := wire.ScanCanonicalIndexRow(last)
 	switch {
@@ -410,9 +354,9 @@ func (c *baseCopy) runVouched(ctx context.Context, r *bufio.Reader) error {
 	return nil
 }
 
-// copyFrame copies the frame row n names, checking it against the row and
-// the writer's position, and advances the writer's state as write does.
-func (c *baseCopy) copyFrame(row wire.IndexRow, n uint64, buf []byte) ([]byte, error) {
+// readFrame checks the frame row n names against the row and the writer's
+// position, and advances the writer's state as write does.
+func (c *baseRead) readFrame(row wire.IndexRow, n uint64, buf []byte) ([]byte, error) {
 	w := c.w
 	newSeg := w.head.EntrySeq == 0 || row.SegmentSeq != w.segSeq
 	switch {
@@ -429,27 +373,16 @@ func (c *baseCopy) copyFrame(row wire.IndexRow, n uint64, buf []byte) ([]byte, e
 		if err := c.nextSource(row.SegmentSeq); err != nil {
 			return buf, err
 		}
-		if w.inPlace {
-			w.segBytes = 0 // the segment is the base's own
-		} else if err := w.openSegment(row.SegmentSeq); err != nil {
-			return buf, err
-		}
+		w.segBytes = 0
 	}
 	if uint64(c.srcSize) < row.End() {
 		return buf, notResumable("index row %d: frame ends at %d, segment %d has %d bytes", n, row.End(), row.SegmentSeq, c.srcSize)
 	}
 	if w.baseVouched {
-		// The frame is the one the row was written for (its CRC): its
-		// head is the row's, and the rest the manifest's (copyFrom).
-		switch {
-		case w.framesVouched:
-		case c.check != nil:
-			c.check.frame(row)
-		default:
-			if err := c.vouchedFrame(row); err != nil {
-				return buf, err
-			}
-		}
+		// The frame is the one the row was written for (its CRC, checked
+		// by c.check): its head is the row's, and the rest the
+		// manifest's (readBase).
+		c.check.frame(row)
 		if _, err := w.graph.Add(row.EntryID); errors.Is(err, idgraph.ErrDuplicate) {
 			return buf, notResumable("index row %d: duplicate entry id", n)
 		} else if err != nil {
@@ -474,9 +407,6 @@ func (c *baseCopy) copyFrame(row wire.IndexRow, n uint64, buf []byte) ([]byte, e
 	} else if err != nil {
 		return buf, err
 	}
-	if _, err := w.segBuf.Write(buf); err != nil {
-		return buf, err
-	}
 	w.advance(h, row, int64(len(buf)))
 	return buf, nil
 }
@@ -494,7 +424,7 @@ func (w *Writer) link(id, parent string) error {
 	return w.graph.SetParent(node, parent)
 }
 
-// advance moves the writer's state past a frame it wrote or copied; link
+// advance moves the writer's state past a frame it wrote or read; link
 // records its links.
 func (w *Writer) advance(f wire.FrameHead, row wire.IndexRow, n int64) {
 	w.segSeq, w.frameSeq = f.SegmentSeq, f.FrameSeq
@@ -512,8 +442,8 @@ func (w *Writer) advance(f wire.FrameHead, row wire.IndexRow, n int64) {
 	}
 }
 
-// advanceRow is advance for a base frame known by its row only
-// (Options.BaseVouched): the chain and the type counts wait for the
+// advanceRow is advance for a base frame known by its row only (its links
+// not read, Options.BaseLinks): the chain and the type counts wait for the
 // manifest.
 func (w *Writer) advanceRow(row wire.IndexRow, n int64) {
 	w.segSeq, w.frameSeq = row.SegmentSeq, row.FrameSeq
@@ -524,13 +454,10 @@ func (w *Writer) advanceRow(row wire.IndexRow, n int64) {
 	w.counters.BytesTotal += uint64(n)
 }
 
-// vouchedFrame passes the next frame of the base segment being read on to
-// the copy, checked against row's CRC-32C only (Options.BaseVouched). The
-// segment is read and written in large chunks and each frame's CRC
-// computed where it lies in them: each byte is copied twice (into the
-// chunk, out to the new segment), not four times as through the buffered
-// reader, frame buffer and buffered writer of a full copy.
-func (c *baseCopy) vouchedFrame(row wire.IndexRow) error {
+// vouchedFrame checks the next frame of the base segment being read
+// against row's CRC-32C only (the crcChecker's). The segment is read in
+// large chunks and each frame's CRC computed where it lies in them.
+func (c *baseRead) vouchedFrame(row wire.IndexRow) error {
 	var crc uint32
 	for need := int64(row.ByteLength); need > 0; {
 		if c.at == len(c.chunk) {
@@ -549,12 +476,8 @@ func (c *baseCopy) vouchedFrame(row wire.IndexRow) error {
 	return nil
 }
 
-// nextChunk writes the chunk whose frames were checked to the copy and
-// reads the next one of the base segment.
-func (c *baseCopy) nextChunk(seq uint64) error {
-	if err := c.writeChunk(); err != nil {
-		return err
-	}
+// nextChunk reads the next chunk of the base segment.
+func (c *baseRead) nextChunk(seq uint64) error {
 	if c.chunkBuf == nil {
 		c.chunkBuf = baseChunks.Get()
 	}
@@ -571,30 +494,12 @@ func (c *baseCopy) nextChunk(seq uint64) error {
 	return nil
 }
 
-// writeChunk writes what was checked of the current chunk to the copy,
-// straight to the file: nothing else is written to a segment before its
-// copied frames, so the writer's buffer is empty.
-func (c *baseCopy) writeChunk() error {
-	if c.at > 0 && !c.w.inPlace {
-		if err := c.w.segBuf.Flush(); err != nil {
-			return err
-		}
-		if _, err := c.w.seg.Write(c.chunk[:c.at]); err != nil {
-			return err
-		}
-	}
-	c.chunk, c.at = c.chunk[:0], 0
-	return nil
-}
-
 // nextSource finishes the base segment being read (every byte of it must
-// have been covered) and opens segment seq of base.
-func (c *baseCopy) nextSource(seq uint64) error {
-	if c.src != nil && c.w.segBytes != c.srcSize {
+// have been covered, whoever reads its frames) and opens segment seq of
+// base.
+func (c *baseRead) nextSource(seq uint64) error {
+	if c.srcSeq != 0 && c.w.segBytes != c.srcSize {
 		return notResumable("segment %d has %d bytes, its rows cover %d", c.srcSeq, c.srcSize, c.w.segBytes)
-	}
-	if err := c.writeChunk(); err != nil {
-		return err
 	}
 	c.closeSource()
 	f, size, err := openRegular(c.w.ops, SegmentPath(c.base, seq))
@@ -611,9 +516,6 @@ func (c *baseCopy) nextSource(seq uint64) error {
 		return nil
 	}
 	c.src, c.srcSize, c.srcSeq, c.srcRead = f, size, seq, 0
-	if c.w.baseVouched {
-		return nil // read in chunks (vouchedFrame)
-	}
 	if c.srcBuf == nil {
 		c.srcBuf = baseSegmentReaders.Get()
 	}
@@ -621,15 +523,15 @@ func (c *baseCopy) nextSource(seq uint64) error {
 	return nil
 }
 
-func (c *baseCopy) closeSource() {
+func (c *baseRead) closeSource() {
 	if c.src != nil {
 		c.src.Close()
 		c.src = nil
 	}
 }
 
-// release hands the copy's read buffers back.
-func (c *baseCopy) release() {
+// release hands the read's buffers back.
+func (c *baseRead) release() {
 	c.closeSource()
 	if c.srcBuf != nil {
 		baseSegmentReaders.Put(c.srcBuf)
@@ -641,7 +543,7 @@ func (c *baseCopy) release() {
 	}
 }
 
-// The read buffers of base copies, reused from refresh to refresh as the
+// The read buffers of base reads, reused from refresh to refresh as the
 // writer's are (a refresh of a small session otherwise allocated and
 // zeroed 1.3 MB of buffers).
 var (

@@ -10,14 +10,17 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"pisess/fixtures"
 	"pisess/fixtures/pi"
 	"pisess/fixtures/trees"
 	"pisess/ledger"
+	"pisess/readers/discover"
 	"pisess/readers/jsonl"
 	"pisess/verify"
 	"pisess/writers"
+	"pisess/writers/store"
 )
 
 // incAppend appends n entries to the session at path, each a copy of its
@@ -72,8 +75,8 @@ func incAppend(tb testing.TB, path string, n int, tag string) {
 }
 
 // incStoreFiles returns the bytes of a store's segments, index and
-// manifest, by relative path: what must be identical between an
-// incremental refresh and a full rebuild at the same clock.
+// manifest, by relative path: what must be identical between a refresh in
+// place and a full rebuild at the same clock.
 func incStoreFiles(tb testing.TB, root string) map[string][]byte {
 	tb.Helper()
 	out := map[string][]byte{}
@@ -164,8 +167,8 @@ func incMigratedVectors(tb testing.TB, maxSeg int64) (MigrateOptions, []string) 
 	return opt, migrated
 }
 
-// incRefreshedAsFull checks that each session of paths was refreshed
-// incrementally, verified, into the store a full rebuild writes.
+// incRefreshedAsFull checks that each session of paths was refreshed in
+// place, verified, into the store a full rebuild writes.
 func incRefreshedAsFull(tb testing.TB, rep MigrateReport, paths []string, maxSeg int64) {
 	tb.Helper()
 	for _, p := range paths {
@@ -179,24 +182,15 @@ func incRefreshedAsFull(tb testing.TB, rep MigrateReport, paths []string, maxSeg
 	}
 }
 
-// How an incremental refresh went, as its note says.
-const (
-	incInPlace = "in place"
-	incCopied  = "copied from the sidecar"
-)
-
-// incRefreshedBy checks that each session of paths was refreshed how
-// (incInPlace, incCopied): in place, the sidecar holds this run's events
-// only and nothing of it went to the quarantine.
-func incRefreshedBy(tb testing.TB, rep MigrateReport, paths []string, how string) {
+// incRefreshedInPlace checks that each session of paths was refreshed in
+// place, as its note says: the sidecar holds this run's events only and
+// nothing of it went to the quarantine.
+func incRefreshedInPlace(tb testing.TB, rep MigrateReport, paths []string) {
 	tb.Helper()
 	for _, p := range paths {
 		r := migResult(tb, rep, p)
-		if !strings.Contains(strings.Join(r.Notes, "; "), how) {
-			tb.Errorf("%s: refreshed %v, want %s", p, r.Notes, how)
-			continue
-		}
-		if how != incInPlace {
+		if !strings.Contains(strings.Join(r.Notes, "; "), "refreshed in place") {
+			tb.Errorf("%s: refreshed %v, want in place", p, r.Notes)
 			continue
 		}
 		if r.Displaced != "" {
@@ -215,40 +209,48 @@ func incRefreshedBy(tb testing.TB, rep MigrateReport, paths []string, how string
 }
 
 // TestIncrementalRefreshVectors migrates every vector, appends entries to
-// each migrated session, marks its sidecar dirty as pi does, and migrates
-// again: each refresh must be incremental and byte-identical to a full
-// rebuild, with the default segment size and with one small enough that
-// the appended entries roll over into new segments.
+// each migrated session, and migrates again, twice: each refresh must be
+// in place and byte-identical to a full rebuild, with the default segment
+// size and with one small enough that the appended entries roll over into
+// new segments, whether the sidecar's frames are vouched for by the fresh
+// cache (not read: pi left the sidecar as it was, as the TypeScript pi
+// does) or CRC-checked (the Rust pi marked it dirty, a change the cache
+// sees). TestIncrementalRefreshBranches covers the third way, the frames
+// read for their links.
 func TestIncrementalRefreshVectors(t *testing.T) {
 	for _, maxSeg := range []int64{0, 4096} {
-		for _, how := range []string{incInPlace, incCopied} {
-			t.Run(fmt.Sprintf("max-%d/%s", maxSeg, how), func(t *testing.T) {
+		for _, dirty := range []bool{false, true} {
+			t.Run(fmt.Sprintf("max-%d/marked dirty %v", maxSeg, dirty), func(t *testing.T) {
 				opt, migrated := incMigratedVectors(t, maxSeg)
 				if len(migrated) < 20 {
 					t.Fatalf("only %d vectors migrated", len(migrated))
 				}
-				for _, p := range migrated {
-					incAppend(t, p, 5, "a1")
-					fixtures.MarkDirty(t, discoverSidecar(p))
-				}
-				opt.CopyRefresh = how == incCopied
-				rep := migRun(t, opt)
-				incRefreshedAsFull(t, rep, migrated, maxSeg)
-				incRefreshedBy(t, rep, migrated, how)
-				if rep.Totals.Refreshed != len(migrated) {
-					t.Errorf("refreshed %d, want %d", rep.Totals.Refreshed, len(migrated))
-				}
-				// A second round continues the incremental store.
-				for _, p := range migrated[:3] {
-					incAppend(t, p, 2, "b2")
-					fixtures.MarkDirty(t, discoverSidecar(p))
-				}
-				rep = migRun(t, opt)
-				for _, p := range migrated[:3] {
-					if r := migResult(t, rep, p); !r.Incremental {
-						t.Errorf("%s: second refresh not incremental: %v", p, r.Notes)
+				for round, tag := range []string{"a1", "b2"} {
+					vouched := 0
+					for _, p := range migrated {
+						incAppend(t, p, 5-3*round, tag)
+						if dirty {
+							fixtures.MarkDirty(t, discoverSidecar(p))
+						}
+						s := discover.Session{Path: p, Rel: mustRel(t, opt.Paths[0], p), Sidecar: discoverSidecar(p)}
+						if _, ok := verify.LoadFreshCache(opt.Paths[0], (*seams)(nil).freshJudges()).FramesVouched(s); ok {
+							vouched++
+						}
 					}
-					incSameAsFull(t, p, maxSeg)
+					// A sidecar of more names than the cache keeps
+					// (small segments) is never vouched for.
+					if dirty && vouched > 0 || !dirty && vouched < len(migrated)*3/4 {
+						t.Fatalf("round %d: %d of %d sidecars' frames vouched for, marked dirty %v", round, vouched, len(migrated), dirty)
+					}
+					t.Logf("round %d: %d of %d sidecars' frames vouched for", round, vouched, len(migrated))
+					rep := migRun(t, opt)
+					incRefreshedAsFull(t, rep, migrated, maxSeg)
+					incRefreshedInPlace(t, rep, migrated)
+					if rep.Totals.Refreshed != len(migrated) {
+						t.Errorf("round %d: refreshed %d, want %d", round, rep.Totals.Refreshed, len(migrated))
+					}
+				}
+				for _, p := range migrated {
 					incVerify(t, p)
 				}
 			})
@@ -485,9 +487,7 @@ func TestIncrementalRefreshRealPiAppends(t *testing.T) {
 		incSameAsFull(t, p, 0)
 		incVerify(t, p)
 	}
-	// pi continues its session from the last entry: every refresh went
-	// in place.
-	incRefreshedBy(t, rep, migrated, incInPlace)
+	incRefreshedInPlace(t, rep, migrated)
 }
 
 // entryIDs returns the ids of the session's entries, in file order.
@@ -509,24 +509,19 @@ func entryIDs(tb testing.TB, path string) []string {
 	return ids
 }
 
-// TestIncrementalRefreshBranches: the refresh copies the old store
-// checking each frame by its CRC only (the record vouches for the rest),
-// so it does not know the old entries' links; entries appended as pi's
-// branching appends them — two children of the last entry, or a child of
-// an earlier entry (whose branch count only the old frames know) — still
-// give a store byte-identical to a full rebuild, incrementally, with the
-// default segment size and with small segments.
+// TestIncrementalRefreshBranches: the refresh in place checks the old
+// store's frames by their CRC only, or not at all (the record vouches for
+// the rest), so it does not know the old entries' links; entries appended
+// as pi's branching appends them — two children of the last entry, or a
+// child of an earlier entry (whose branch count only the old frames know:
+// they are then read for their links) — still give, in place, a store
+// byte-identical to a full rebuild, with the default segment size and
+// with small segments.
 func TestIncrementalRefreshBranches(t *testing.T) {
 	for _, maxSeg := range []int64{0, 4096} {
 		for _, from := range []string{"last, twice", "first", "second to last"} {
 			t.Run(fmt.Sprintf("max-%d/from %s", maxSeg, from), func(t *testing.T) {
 				opt, migrated := incMigratedVectors(t, maxSeg)
-				// A branch from before the last entry needs the old
-				// frames' links: through a staging copy, not in place.
-				how := incCopied
-				if from == "last, twice" {
-					how = incInPlace
-				}
 				var refreshed []string
 				for _, path := range migrated {
 					ids := entryIDs(t, path)
@@ -552,24 +547,28 @@ func TestIncrementalRefreshBranches(t *testing.T) {
 				}
 				rep := migRun(t, opt)
 				incRefreshedAsFull(t, rep, refreshed, maxSeg)
-				incRefreshedBy(t, rep, refreshed, how)
+				incRefreshedInPlace(t, rep, refreshed)
 			})
 		}
 	}
 }
 
-// TestIncrementalRefreshOlderRecord: a record from an older pisess (no
-// manifest digest, no PrefixHash, no index digest state), or one whose
-// SHA-256 state (of the source or of the index) does not finish as its
-// own digest, still refreshes incrementally (the copy reads every frame;
-// the prefix is SHA-256 hashed; the index rows are hashed), and leaves a
-// full record, which the next refresh uses.
-func TestIncrementalRefreshOlderRecord(t *testing.T) {
+// TestIncrementalRefreshIncompleteRecord: a refresh record that lacks a
+// member a refresh in place relies on (the manifest digest, the source's
+// PrefixHash, the index digest state: no pisess whose state files this one
+// reads writes such a record) or whose SHA-256 state (of the source or of
+// the index) does not finish as its own digest is not used: the refresh is
+// a full rebuild, verified and byte-identical to one, which leaves a
+// complete record, and the next refresh goes in place from it.
+func TestIncrementalRefreshIncompleteRecord(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		edit func(r *ledger.RefreshRecord)
 	}{
-		{"older pisess", func(r *ledger.RefreshRecord) {
+		{"no manifest digest", func(r *ledger.RefreshRecord) { r.ManifestSHA256 = "" }},
+		{"no PrefixHash", func(r *ledger.RefreshRecord) { r.SourceXXH3, r.SourceSHA256State = "", "" }},
+		{"no index digest state", func(r *ledger.RefreshRecord) { r.IndexSHA256State = "" }},
+		{"none of them (an older pisess)", func(r *ledger.RefreshRecord) {
 			r.ManifestSHA256, r.SourceXXH3, r.SourceSHA256State, r.IndexSHA256State = "", "", "", ""
 		}},
 		{"state not its digest", func(r *ledger.RefreshRecord) {
@@ -588,25 +587,23 @@ func TestIncrementalRefreshOlderRecord(t *testing.T) {
 			path, _ := migSession(t, tree, "older", 12)
 			migRun(t, migOptions(tree))
 			rel, _ := filepath.Rel(tree, path)
-			if rec, ok := ledger.LoadRefreshRecords(tree).Get(rel); !ok || recordPrefix(rec) == nil || rec.IndexState() == nil {
-				t.Fatalf("the first migration's record has no PrefixHash or index state: %+v", rec)
+			if _, ok := ledger.LoadRefreshRecords(tree).Get(rel); !ok {
+				t.Fatal("the first migration left no complete record")
 			}
 			editRecord(t, tree, c.edit)
-			if rec, _ := ledger.LoadRefreshRecords(tree).Get(rel); recordPrefix(rec) != nil && rec.IndexState() != nil {
-				t.Fatal("the edited record still gives a PrefixHash and an index state")
-			}
 			for i, tag := range []string{"o1", "o2"} {
 				incAppend(t, path, 3, tag)
 				fixtures.MarkDirty(t, discoverSidecar(path))
 				r := migResult(t, migRun(t, migOptions(tree)), path)
-				if r.Outcome != OutcomeDone || !r.Incremental {
-					t.Fatalf("refresh %d: outcome %s incremental %v (%v)", i, r.Outcome, r.Incremental, r.Error)
+				if inPlace := i == 1; r.Outcome != OutcomeDone || r.Incremental != inPlace {
+					t.Fatalf("refresh %d: outcome %s in place %v, want in place %v (%v)", i, r.Outcome, r.Incremental, inPlace, r.Error)
 				}
 				migAllVerified(t, r)
+				incVerify(t, path)
 				incSameAsFull(t, path, 0)
 				rec, ok := ledger.LoadRefreshRecords(tree).Get(rel)
-				if !ok || len(rec.ManifestSHA256) != 64 || recordPrefix(rec) == nil || rec.IndexState() == nil {
-					t.Fatalf("refresh %d: the new record is not complete: %+v", i, rec)
+				if !ok {
+					t.Fatalf("refresh %d: the new record is not complete", i)
 				}
 				if want := fixtures.SHA256File(t, path); rec.SourceSHA256 != want {
 					t.Fatalf("refresh %d: the record's digest is not the source's", i)
@@ -614,4 +611,125 @@ func TestIncrementalRefreshOlderRecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRefreshInPlace: a sidecar that pi marked dirty after appending (or
+// left with a mismatching fingerprint, as the TypeScript pi does) is
+// continued where it lies: the same directory, nothing displaced and
+// nothing in the quarantine, byte for byte the full rebuild, verified, and
+// the next refresh goes in place again.
+func TestRefreshInPlace(t *testing.T) {
+	for _, rust := range []bool{true, false} {
+		name := "fingerprint left (TypeScript pi)"
+		if rust {
+			name = "marked dirty (Rust pi)"
+		}
+		t.Run(name, func(t *testing.T) {
+			tree := t.TempDir()
+			path, _ := migSession(t, tree, "busy", 6)
+			migRun(t, migOptions(tree))
+			sidecar := discover.SidecarPath(path)
+			before, err := os.Lstat(sidecar)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for round, tag := range []string{"r1", "r2"} {
+				incAppend(t, path, 2, tag)
+				if rust {
+					fixtures.MarkDirty(t, sidecar)
+				}
+				rep := migRun(t, migOptions(tree))
+				r := migResult(t, rep, path)
+				if r.Outcome != OutcomeDone || !r.Incremental || r.Displaced != "" {
+					t.Fatalf("round %d: %s incremental %v displaced %q %v", round, r.Outcome, r.Incremental, r.Displaced, r.Notes)
+				}
+				incRefreshedInPlace(t, rep, []string{path})
+				incSameAsFull(t, path, 0)
+				incVerify(t, path)
+				after, err := os.Lstat(sidecar)
+				if err != nil || !os.SameFile(before, after) {
+					t.Fatalf("round %d: the sidecar is another directory (%v)", round, err)
+				}
+				if st, err := verify.StatusFast(path); err != nil || st.Class != verify.ClassMigrated || len(st.Findings) > 0 {
+					t.Fatalf("round %d: status %+v %v", round, st, err)
+				}
+			}
+			if q, err := os.ReadDir(filepath.Join(tree, discover.PisessDir, "quarantine")); err == nil && len(q) > 0 {
+				t.Errorf("a refresh in place left %d entries in the quarantine", len(q))
+			}
+		})
+	}
+}
+
+// TestRollbackInPlace: a run that continued a sidecar in place is rolled
+// back as any run that installed one: the sidecar goes to the quarantine
+// and pi reads the session file. The run before it, whose sidecar the
+// later run continued, is refused (its sidecar was superseded) while the
+// continued one is in place.
+func TestRollbackInPlace(t *testing.T) {
+	tree := t.TempDir()
+	path, _ := migSession(t, tree, "busy", 5)
+	first := migRun(t, migOptions(tree))
+	incAppend(t, path, 2, "r1")
+	fixtures.MarkDirty(t, discover.SidecarPath(path))
+	second := migRun(t, migOptions(tree))
+	incRefreshedInPlace(t, second, []string{path})
+	src := fixtures.SHA256File(t, path)
+
+	rollBack := func(cid string) RollbackSession {
+		t.Helper()
+		rb, err := Rollback(context.Background(), RollbackOptions{CorrelationID: cid, Trees: []string{tree}, Clock: migClock})
+		if err != nil || len(rb.Sessions) != 1 {
+			t.Fatalf("rollback %s: %+v %v", cid, rb, err)
+		}
+		return rb.Sessions[0]
+	}
+	if s := rollBack(first.CorrelationID); s.Error == "" || !strings.Contains(s.Error, "continued in place") {
+		t.Fatalf("rollback of the run before the refresh in place: %+v", s)
+	}
+	if _, err := os.Lstat(discover.SidecarPath(path)); err != nil {
+		t.Fatalf("the refused rollback took the sidecar: %v", err)
+	}
+	if s := rollBack(second.CorrelationID); s.Error != "" || !s.Changed {
+		t.Fatalf("rollback of the refresh in place: %+v", s)
+	}
+	if st, err := verify.StatusFast(path); err != nil || st.Class != verify.ClassUnmigrated {
+		t.Fatalf("after the rollback pi should read the session file: %+v %v", st, err)
+	}
+	if fixtures.SHA256File(t, path) != src {
+		t.Fatal("the rollback changed the session file")
+	}
+	if s := migResult(t, migRun(t, migOptions(tree)), path); s.Outcome != OutcomeDone {
+		t.Fatalf("after the rollback: %+v", s)
+	}
+	incVerify(t, path)
+}
+
+// TestRefreshInPlaceYields: while another process holds the sidecar's
+// store mutation lock, the refresh is a full rebuild at once (not after
+// the session lock's timeout), having written nothing into the sidecar.
+func TestRefreshInPlaceYields(t *testing.T) {
+	tree := t.TempDir()
+	path, _ := migSession(t, tree, "busy", 5)
+	migRun(t, migOptions(tree))
+	incAppend(t, path, 2, "r1")
+	sidecar := discover.SidecarPath(path)
+	fixtures.MarkDirty(t, sidecar)
+	lock, err := store.LockMutation(context.Background(), sidecar, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock()
+	opt := migOptions(tree)
+	opt.LockTimeout = 10 * time.Minute
+	t0 := time.Now()
+	rep := migRun(t, opt)
+	if d := time.Since(t0); d > time.Minute {
+		t.Fatalf("the refresh waited %v for the store lock", d)
+	}
+	if r := migResult(t, rep, path); r.Outcome != OutcomeDone || r.Incremental || r.Displaced == "" && !strings.Contains(strings.Join(r.Notes, " "), "not kept") {
+		t.Fatalf("%s incremental %v displaced %q %v, want a full rebuild", r.Outcome, r.Incremental, r.Displaced, r.Notes)
+	}
+	incVerify(t, path)
+	incSameAsFull(t, path, 0)
 }
