@@ -87,7 +87,7 @@ func goListImports(t *testing.T, tags string) map[string][]string {
 
 // TestLayout: every package has a line in doc.go's layout table, imports
 // only the pisess packages its line names (in every build: plain, with the
-// failpoints the crash harness builds, with the profile knobs), and a line
+// failpoints the crash harness builds, with the profile tag), and a line
 // names only packages on lines below it, so that imports point one way.
 func TestLayout(t *testing.T) {
 	rows := layoutTable(t)

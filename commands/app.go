@@ -82,12 +82,8 @@ var environment = []struct{ name, meaning string }{
 	{"PISESS_LOG_DIR", "the directory of the default log (pisess.log), which the commands that act on trees " +
 		"append to when no --log-file is given; default /var/log/pisess for root, else $XDG_STATE_HOME/pisess, " +
 		"else ~/.local/state/pisess."},
-	{"PISESS_HUGE_PAGES", "off (or 0, false, no): migrate, fsck, verify, build and upgrade do not ask Linux " +
-		"to back the first 32 MiB of their heap with transparent huge pages (fewer page faults, a few MB more RSS)."},
-	{"GOGC", "the Go collector's target; unset, pisess collects at 5x the live heap (400)."},
-	{"GOMEMLIMIT", "the Go collector's soft memory limit; unset, pisess sets one that follows the live heap."},
-	{"GOMAXPROCS", "the Go runtime's number of threads running Go code at once; set, pisess keeps it " +
-		"(unset, a migration of small sessions uses one more than the CPUs, to overlap system calls)."},
+	{"GOMAXPROCS", "the Go runtime's number of threads running Go code at once (unset: the CPUs the process " +
+		"may use, its cgroup's quota included); the default --jobs follows it."},
 }
 
 // exitStatuses are pisess's exit statuses, the most urgent first: the EXIT

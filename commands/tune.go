@@ -2,7 +2,7 @@ package commands
 
 import "pisess/commands/tune"
 
-// Tune turns the runtime's knobs for the command line args (package tune:
-// huge pages, the collector's settings, the profiles of a profile build)
-// and returns what ends them; main calls it first.
+// Tune starts what the command line args ask of the runtime (package tune:
+// the profiles of a profile build) and returns what ends it; main calls it
+// first.
 func Tune(args []string) (stop func()) { return tune.Start(args) }

@@ -143,7 +143,7 @@
 // directory), writers/upgrade (the rewrite, which files it takes, the
 // reason a legacy header is refused), writers/store (inspect's counts),
 // readers/discover (the walk, a command's paths and trees) and
-// commands/tune (the migration's extra P).
+// commands/tune (the number of CPUs, which sizes the jobs).
 //
 // On disk it touches nothing directly but a dry run's temporary staging
 // directory and a run's own staging directories, which it removes when a

@@ -1,53 +1,23 @@
-// Package tune holds pisess's runtime knobs: the settings of the Go
-// runtime that make a run faster or smaller than the defaults would, each
-// kept while a measurement on the benchmark's machine (scripts/bench, a
-// two-CPU virtual machine whose page faults cost ~16 µs of CPU each) says
-// it pays. main turns them on first (commands.Tune → Start); a migration
-// takes its extra P itself (EnterRun). The figures below are those of the
-// commits that made each knob; they are to be measured again, each against
-// its absence, in alternating runs of scripts/bench.
+// Package tune holds what pisess asks of the Go runtime: the number of
+// CPUs a run may use (CPUs, which sizes --jobs and the planners) and, in a
+// build with the profile tag only, the profiles (profile_on.go: a CPU
+// profile to $PISESS_CPUPROFILE, a heap profile at the live heap's peak to
+// $PISESS_MEMPROFILE, an execution trace to $PISESS_TRACE), a diagnosis
+// tool that release builds do not carry.
 //
-//   - GOGC 400 (Start, unless GOGC is set): a run keeps a few megabytes
-//     live and allocates per entry; collecting at 5× the live heap rather
-//     than 2× cut the collector's share of a migration by about a seventh
-//     (9efed98).
-//   - The soft memory limit follows the live heap (memlimit.go, unless
-//     GOMEMLIMIT is set): the live heap plus 16 MiB (34 to 44 MiB) while it
-//     is small, plus a quarter (at least 12 MiB) when it holds more, so that
-//     GOGC 400 does not grow a run's RSS: a fixed 64 MiB made the verify of
-//     a million entries 3.5× slower, a fixed 128 MiB let large runs grow to
-//     140 MB; against a 44 MiB floor, a steady refresh of 2,000 sessions
-//     (18 MB live) took ~2,000 fewer page faults and ~5% less CPU (50850a2).
-//     TestLimitFor pins the rule. With both, a run over ordinary sessions
-//     stays within ~55 MB of RSS, the migration of one session of a
-//     million entries (~30 MB live at its peak) within ~65 MB, and verify
-//     of that session (~50 MB live) within ~85 MB.
-//   - Transparent huge pages for the heap's first 32 MiB
-//     (hugepages_linux.go; migrate, fsck, verify, build and upgrade only;
-//     PISESS_HUGE_PAGES=off turns it off): a steady refresh, median of 9
-//     alternating runs, 0.44 → 0.39 s wall and 0.58 → 0.47 s CPU, ~7,000 →
-//     ~1,900 page faults, for +8 MB of RSS there and +1 MB for a million
-//     entries (dad347a), and ~5 ms at the start (a collection that frees
-//     the slice that mapped the advised memory); status, whose heap stays
-//     small, paid ~6 ms for the advice and is not advised (56c52ec).
-//     TestAdviseHeapHugePages asks the kernel where the advised range is
-//     and that the heap reuses it.
-//   - One P more than the runtime's default during a migration, the
-//     default while a session of 16 MiB or more is read or staged
-//     (procs.go; not when GOMAXPROCS is set): a steady refresh, medians of
-//     8-10 alternating runs, 0.40 → 0.37 s (3538756); ten 60 MB sessions
-//     5.2-5.4 s with the extra P throughout, 4.2-4.5 s with the default
-//     kept for large sessions (8fa1670). The default is the runtime's own,
-//     which follows the cgroup's CPU quota: the end of a run puts it back
-//     with runtime.SetDefaultGOMAXPROCS, and CPUs, which sizes --jobs and
-//     the planners, reads GOMAXPROCS rather than the host's CPUs
-//     (TestRunProcsRestoresDefault, TestCPUsFollowGOMAXPROCS).
-//   - Profiles (profile_on.go, build tag profile only): a CPU profile to
-//     $PISESS_CPUPROFILE, a heap profile at the live heap's peak to
-//     $PISESS_MEMPROFILE, an execution trace to $PISESS_TRACE. A diagnosis
-//     tool, not a speed-up: release builds do not carry it.
+// It held four runtime knobs until issue 33 §2 had each measured against
+// its absence, in alternating runs on the same trees (scripts/knobs at
+// e24f42b; the table is in scripts/BENCHMARKS.md, "Runtime knobs"): GOGC
+// 400, a soft memory limit that followed the live heap, transparent huge
+// pages for the heap's first 32 MiB, and one P more than the CPUs during
+// a migration. None gained more than the machine's own noise in CPU time
+// (a migration of 2,000 sessions and a steady refresh, all-on's CPU within
+// ±5% of its median; each knob's off/on ratios straddled 1), and the soft
+// limit only undid what GOGC 400 added to RSS. They went, and with them
+// PISESS_HUGE_PAGES: the collector and GOMAXPROCS are the runtime's
+// defaults, or what GOGC, GOMEMLIMIT and GOMAXPROCS say.
 //
 // On disk: nothing (the profiles go where their variables say, in a
-// profile build only). Crash story: none; every knob is process state that
+// profile build only). Crash story: none; all of it is process state that
 // ends with the process.
 package tune

@@ -1,28 +1,10 @@
 package tune
 
-import (
-	"os"
-	"runtime/debug"
-)
-
-// Start turns the knobs for the command line args (os.Args) and returns
-// what ends them: huge pages for the heap of a command that reads and
-// writes sessions (first, while the heap is a few hundred kilobytes),
-// GOGC 400 and the soft memory limit that follows the live heap unless the
-// environment sets GOGC or GOMEMLIMIT, and the profiles of a build with
-// the profile tag. GOMAXPROCS is a migration's own (EnterRun).
+// Start begins what the command line args (os.Args) ask of the runtime and
+// returns what ends it: the profiles of a build with the profile tag;
+// nothing in a release build. The collector's settings (GOGC, GOMEMLIMIT)
+// and GOMAXPROCS are the Go runtime's own, as the environment sets them
+// (doc.go says why pisess no longer sets its own).
 func Start(args []string) (stop func()) {
-	adviseHugePages(args)
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	done := make(chan struct{})
-	if os.Getenv("GOMEMLIMIT") == "" {
-		go followLiveHeap(done)
-	}
-	stopProfiling := startProfiling()
-	return func() {
-		stopProfiling()
-		close(done)
-	}
+	return startProfiling()
 }
