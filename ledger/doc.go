@@ -7,8 +7,8 @@
 //	journal.jsonl    the tree journal: every run's events, notes and run records (Journal)
 //	lock             the tree lock: one pisess run per tree (LockTreeWait, LockTreeForCheck, Hold)
 //	quarantine/<id>/ what a run moved out of the tree, never deleted (Quarantiner, QuarantinePath)
-//	pruning/         what prune is about to delete (Prune)
-//	refused.json     the refusal cache: sessions refused, by file identity (RefusalCache)
+//	pruning/         what prune is about to delete (Prune, PruneTrees)
+//	refused.json     the refusal cache: sessions refused, by file identity (RefusalCache, IdentityOf)
 //	refresh.json     the refresh records: what each installed sidecar was built from (RefreshRecords)
 //	fresh.json       the fresh cache's entries: sidecars judged fresh (FreshCache)
 //	.ctime-probe-*   FineCtime's probe, removed at once
@@ -71,7 +71,7 @@
 // upgraded source was quarantined and the digests to check it by, or a run
 // record (schema "pisess.journal_run.v1"): a run's start, written with its
 // first other record, and its end with its summary (RunRecord; JournalRuns
-// reads a run from them, a start with no end being a run that died;
+// reads a run from them, Runs every tree's for `pisess runs`, a start with no end being a run that died;
 // Summary sizes a tree's journal and quarantine and names its last run).
 //
 // Phases are pisess's dirty bit, as golang-migrate's version+dirty: a run

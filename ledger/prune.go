@@ -58,6 +58,28 @@ type PruneOptions struct {
 	Ops      durable.Ops
 }
 
+// PruneTrees prunes each tree at roots (Prune), in order; a tree without
+// a .pisess/ directory has nothing pisess made, and nothing is created
+// there either. It stops at the first tree it could not prune.
+func PruneTrees(ctx context.Context, log zerolog.Logger, opt PruneOptions, roots []string, cutoff time.Time) ([]PruneTree, error) {
+	out := []PruneTree{}
+	for _, root := range roots {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		if fi, err := os.Lstat(filepath.Join(root, PisessDir)); err != nil || !fi.IsDir() {
+			out = append(out, PruneTree{Root: root, Runs: []string{}, Quarantine: []string{}})
+			continue // nothing pisess made here; nothing to create either
+		}
+		pt, err := Prune(ctx, log, opt, root, cutoff)
+		out = append(out, pt)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
 // Prune removes from the tree at root the quarantine entries and journal
 // records of the runs whose last record is older than cutoff, under the
 // tree lock (none in a dry run, which only reports): the runs with a

@@ -1,5 +1,12 @@
 package ledger
 
+import (
+	"os"
+	"syscall"
+
+	"pisess/writers/durable"
+)
+
 // RefusalCacheName is the refusal cache in a tree's .pisess/: the sessions
 // the reference's model refused, each with the file identity it had when
 // it was read. A session whose identity is unchanged is refused again from
@@ -22,6 +29,21 @@ type FileIdentity struct {
 	Size    int64  `json:"size"`
 	MtimeNs int64  `json:"mtimeNs"`
 	CtimeNs int64  `json:"ctimeNs"`
+}
+
+// IdentityOf lstats path: the identity of a regular file; ok is false for
+// anything else, or when it cannot be taken.
+func IdentityOf(path string) (FileIdentity, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return FileIdentity{}, false
+	}
+	st, ok := durable.StatOf(fi)
+	if !ok || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return FileIdentity{}, false
+	}
+	return FileIdentity{Dev: st.Dev, Ino: st.Ino, Size: st.Size,
+		MtimeNs: st.Mtime.Sec*1e9 + st.Mtime.Nsec, CtimeNs: st.Ctime.Sec*1e9 + st.Ctime.Nsec}, true
 }
 
 // CachedRefusal is one session's entry: the identity its file had when it

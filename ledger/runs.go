@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,6 +58,32 @@ type runAcc struct {
 	started, ended bool
 	endRec         *RunRecord
 	inRollback     bool
+}
+
+// TreeRuns is one tree's runs, oldest first.
+type TreeRuns struct {
+	Root string    `json:"root"`
+	Runs []RunInfo `json:"runs"`
+	// BadLines is how many journal lines do not parse (fsck reports them).
+	BadLines int `json:"badLines"`
+}
+
+// Runs lists the runs the journal of each tree at roots records (issue
+// 12, item 7), in the order of roots. It only reads: no lock, nothing
+// written.
+func Runs(ctx context.Context, roots []string) ([]TreeRuns, error) {
+	out := []TreeRuns{}
+	for _, root := range roots {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		runs, bad, err := JournalRuns(root)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, TreeRuns{Root: root, Runs: runs, BadLines: bad})
+	}
+	return out, nil
 }
 
 // JournalRuns reads a tree's journal into runs, oldest first.

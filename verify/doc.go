@@ -25,7 +25,8 @@
 // [Sidecar] combines them for an installed sidecar, as `pisess verify`
 // reports it (a [Verdict]); [StatusOf] is a session's line of `pisess
 // status` ([Status], or the fresh cache's word, with the session's name),
-// and [ClassOrder] the order reports list the classes in.
+// and [ClassOrder] the order reports list the classes in. [ListStatus] and
+// [Sidecars] walk whole trees for `pisess status` and `pisess verify`.
 //
 // Two more questions are pisess's own:
 //

@@ -22,7 +22,8 @@
 // be empty; AppendInPlace only in the store it continues, whose session
 // lock and store.mutation.lock its caller holds; for `pisess build`, a
 // sibling of the caller's output directory (OutDirStaging) renamed into
-// place (InstallOutDir) once CheckOutDir has said the directory is absent,
+// place (InstallOutDir, both in BuildOutDir, which removes the sibling
+// again on failure) once CheckOutDir has said the directory is absent,
 // empty or a V2 store. Neither installs,
 // removes or fsyncs anything on its own when the caller defers the sync
 // (durable.Ops.DeferSync): the caller seals the store once.

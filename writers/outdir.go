@@ -1,13 +1,16 @@
 package writers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 
 	"github.com/google/uuid"
+	"github.com/rs/zerolog"
 
+	"pisess/readers"
 	"pisess/writers/durable"
 	"pisess/writers/store"
 )
@@ -72,6 +75,26 @@ func CheckOutDir(out string, replace bool) (bool, error) {
 
 // OutDirStaging is a fresh staging sibling of out to Stage into.
 func OutDirStaging(out string) string { return out + ".staging." + hex32() }
+
+// BuildOutDir writes a store of src into out (`pisess build`): staged in
+// a fresh sibling of it (OutDirStaging) and renamed into place only once
+// sealed (InstallOutDir; replace is CheckOutDir's answer), so out never
+// holds a partial store. On failure the staging directory is removed.
+func BuildOutDir(ctx context.Context, log zerolog.Logger, session string, src readers.Source, out string, replace bool, opt StageOptions) (StageResult, error) {
+	staging := OutDirStaging(out)
+	log.Debug().Str("session", session).Str("staging", staging).Msg("building store")
+	res, err := Stage(ctx, src, staging, opt)
+	if err == nil {
+		err = InstallOutDir(staging, out, replace)
+	}
+	if err != nil {
+		if rerr := durable.OS.RemoveAll(staging); rerr != nil {
+			log.Warn().Err(rerr).Str("staging", staging).Msg("could not remove the staging directory")
+		}
+		return res, err
+	}
+	return res, nil
+}
 
 // InstallOutDir renames the sealed staging store to out. An existing out
 // (which CheckOutDir accepted) is first moved aside to a backup sibling and

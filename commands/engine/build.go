@@ -83,21 +83,13 @@ func Build(ctx context.Context, opt BuildOptions) (BuildReport, error) {
 	}
 	defer src.Close()
 
-	staging := writers.OutDirStaging(out)
-	log.Debug().Str("session", opt.Session).Str("staging", staging).Msg("building store")
-	res, err := writers.Stage(ctx, src, staging, writers.StageOptions{
+	res, err := writers.BuildOutDir(ctx, *log, opt.Session, src, out, replace, writers.StageOptions{
 		MaxSegmentBytes: opt.MaxSegmentBytes,
 		Clock:           opt.Clock,
 		Ops:             durable.OS,
 		Progress:        opt.Progress,
 	})
-	if err == nil {
-		err = writers.InstallOutDir(staging, out, replace)
-	}
 	if err != nil {
-		if rerr := durable.OS.RemoveAll(staging); rerr != nil {
-			log.Warn().Err(rerr).Str("staging", staging).Msg("could not remove the staging directory")
-		}
 		return BuildReport{}, fmt.Errorf("build: %w", err)
 	}
 	h := src.Header()

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"os"
 	"syscall"
 
 	"pisess/ledger"
@@ -73,7 +72,7 @@ func planWithCache(jb *job, force bool) {
 	s := jb.session
 	if jb.cache != nil && s.Refusal == nil {
 		if jb.identity, jb.hasIdentity = identityOfKey(s.Key); !jb.hasIdentity {
-			jb.identity, jb.hasIdentity = identityOf(s.Path)
+			jb.identity, jb.hasIdentity = ledger.IdentityOf(s.Path)
 		}
 		if jb.hasIdentity {
 			if e, ok := jb.cache.Lookup(s.Rel, jb.identity); ok {
@@ -105,14 +104,4 @@ func recordRefusal(c *ledger.RefusalCache, jb job, res SessionResult) {
 	case res.Outcome == OutcomeDone || res.Outcome == OutcomeSkipped:
 		c.Forget(jb.session.Rel)
 	}
-}
-
-// identityOf lstats path; ok is false when it cannot be taken.
-func identityOf(path string) (ledger.FileIdentity, bool) {
-	if fi, err := os.Lstat(path); err == nil {
-		if k, ok := discover.FileKeyOf(fi); ok {
-			return identityOfKey(k)
-		}
-	}
-	return ledger.FileIdentity{}, false
 }

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -59,20 +57,6 @@ func Prune(ctx context.Context, opt PruneOptions) (PruneReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	log := zerolog.Ctx(ctx)
-	for _, root := range roots {
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		if fi, err := os.Lstat(filepath.Join(root, ledger.PisessDir)); err != nil || !fi.IsDir() {
-			rep.Trees = append(rep.Trees, ledger.PruneTree{Root: root, Runs: []string{}, Quarantine: []string{}})
-			continue // nothing pisess made here; nothing to create either
-		}
-		pt, err := ledger.Prune(ctx, *log, ledger.PruneOptions{DryRun: opt.DryRun, LockWait: opt.LockWait, Ops: opt.Ops}, root, cutoff)
-		rep.Trees = append(rep.Trees, pt)
-		if err != nil {
-			return rep, err
-		}
-	}
-	return rep, nil
+	rep.Trees, err = ledger.PruneTrees(ctx, *zerolog.Ctx(ctx), ledger.PruneOptions{DryRun: opt.DryRun, LockWait: opt.LockWait, Ops: opt.Ops}, roots, cutoff)
+	return rep, err
 }

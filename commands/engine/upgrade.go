@@ -138,83 +138,55 @@ func checkUpgradeOptions(opt *UpgradeOptions) error {
 	return nil
 }
 
-// piVersions are the header versions pi gives the JSONL sessions of t.
-func piVersions(t discover.Tree) map[string]upgrade.PiVersion {
-	out := map[string]upgrade.PiVersion{}
-	for _, s := range t.Sessions {
-		if s.Format == readers.FormatJSONLv3 {
-			out[s.Path] = upgrade.SniffVersion(s.Path)
-		}
+// upgradeTree upgrades the sessions of one tree (upgrade.Tree). The tree
+// lock is taken (creating .pisess/) only when some session needs an
+// upgrade and this is not a dry run.
+func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *UpgradeReport, log zerolog.Logger) error {
+	sessions := make([]upgrade.Session, len(t.Sessions))
+	for k, s := range t.Sessions {
+		sessions[k] = upgrade.Session{Path: s.Path, Format: s.Format}
 	}
-	return out
+	res, err := upgrade.Tree(ctx, sessions, upgrade.TreeOptions{
+		Options: upgrade.Options{DryRun: opt.DryRun, LockTimeout: opt.LockTimeout, Ops: opt.Ops},
+		Begin: func() (func(int, *upgrade.Options), func(upgrade.Totals), error) {
+			return beginUpgradeRun(ctx, opt, t, log)
+		},
+		Log: log,
+	})
+	rep.Files = append(rep.Files, res...)
+	return err
 }
 
-// upgradeTree upgrades the sessions of one tree. The tree lock is taken
-// (creating .pisess/) only when some session needs an upgrade and this is
-// not a dry run.
-func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *UpgradeReport, log zerolog.Logger) error {
-	var journal *ledger.Journal
-	base := len(rep.Files) // a session's result is rep.Files[base+k]
-	versions := piVersions(t)
-	if !opt.DryRun {
-		need := false
-		for _, s := range t.Sessions {
-			need = need || s.Format == readers.FormatJSONLv3 && versions[s.Path].Legacy()
-		}
-		if need {
-			l, _, err := ledger.LockTreeWait(ctx, opt.Ops, t.Root, opt.LockWait)
-			if err != nil {
-				return fmt.Errorf("upgrade %s: %w", t.Root, err)
-			}
-			defer l.Unlock()
-			// Something to upgrade: the run changes the tree (each file
-			// before its note), and is the lock's holder from now on.
-			if err := l.RecordHolder(opt.CorrelationID); err != nil {
-				return fmt.Errorf("upgrade %s: %w", t.Root, err)
-			}
-			if journal, err = ledger.OpenJournalWith(opt.Ops, t.Root); err != nil {
-				return fmt.Errorf("open journal of %s: %w", t.Root, err)
-			}
-			defer journal.Close()
-			// The run's records (ledger.RunRecord), written with its first
-			// change to the tree.
-			journal.BeginRun(ledger.RunRecord{CorrelationID: opt.CorrelationID, At: wire.FormatTimestamp(opt.Clock()),
-				Phase: ledger.RunStart, Command: "upgrade", PID: os.Getpid()}, nil)
-			defer func() { endUpgradeRun(journal, opt, upgrade.Count(rep.Files[base:]), ctx.Err() != nil, log) }()
-		}
+// beginUpgradeRun takes the tree lock, records the run as its holder and
+// opens the journal, where it writes the run's start record: the run
+// changes the tree from now on (each file before its note). It returns
+// how each session's upgrade records its steps (journal notes of the run)
+// and end, which writes the run's end record and lets the tree go.
+func beginUpgradeRun(ctx context.Context, opt UpgradeOptions, t discover.Tree, log zerolog.Logger) (func(int, *upgrade.Options), func(upgrade.Totals), error) {
+	l, _, err := ledger.LockTreeWait(ctx, opt.Ops, t.Root, opt.LockWait)
+	if err != nil {
+		return nil, nil, fmt.Errorf("upgrade %s: %w", t.Root, err)
 	}
-	// Each session lock is tried once first; the sessions pi holds are
-	// waited for (up to --lock-timeout each) after all the others, which
-	// they would otherwise hold up in turn.
-	first := opt
-	first.LockTimeout = 0
-	var held []int // indexes in t.Sessions of the sessions found locked
-	for k, s := range t.Sessions {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("upgrade interrupted: %w", err)
-		}
-		res, err := upgradeSession(ctx, first, s, versions[s.Path], journal)
-		rep.Files = append(rep.Files, *res)
-		if err == nil && res.Status == upgrade.StatusBusy {
-			held = append(held, k)
-			continue
-		}
-		if err := logUpgrade(log, res, err); err != nil {
-			return err
-		}
+	if err := l.RecordHolder(opt.CorrelationID); err != nil {
+		l.Unlock()
+		return nil, nil, fmt.Errorf("upgrade %s: %w", t.Root, err)
 	}
-	for _, k := range held {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("upgrade interrupted: %w", err)
-		}
-		s := t.Sessions[k]
-		res, err := upgradeSession(ctx, opt, s, versions[s.Path], journal)
-		rep.Files[base+k] = *res
-		if err := logUpgrade(log, res, err); err != nil {
-			return err
-		}
+	journal, err := ledger.OpenJournalWith(opt.Ops, t.Root)
+	if err != nil {
+		l.Unlock()
+		return nil, nil, fmt.Errorf("open journal of %s: %w", t.Root, err)
 	}
-	return nil
+	// The run's records (ledger.RunRecord), written with its first
+	// change to the tree.
+	journal.BeginRun(ledger.RunRecord{CorrelationID: opt.CorrelationID, At: wire.FormatTimestamp(opt.Clock()),
+		Phase: ledger.RunStart, Command: "upgrade", PID: os.Getpid()}, nil)
+	prepare := func(k int, uo *upgrade.Options) { recordUpgrade(opt, t.Sessions[k], journal, uo) }
+	end := func(tot upgrade.Totals) {
+		endUpgradeRun(journal, opt, tot, ctx.Err() != nil, log)
+		journal.Close()
+		l.Unlock()
+	}
+	return prepare, end, nil
 }
 
 // endUpgradeRun appends the run's end record for a tree (when it wrote
@@ -231,50 +203,30 @@ func endUpgradeRun(j *ledger.Journal, opt UpgradeOptions, t upgrade.Totals, inte
 	}
 }
 
-// logUpgrade logs a session's result; err, when set, interrupted it.
-func logUpgrade(log zerolog.Logger, res *upgrade.Result, err error) error {
-	ev := log.Info()
-	if res.Status != upgrade.StatusUpgraded && res.Status != upgrade.StatusPlanned && res.Status != upgrade.StatusCurrent {
-		ev = log.Warn()
-	}
-	ev.Str("session", res.Path).Str("status", string(res.Status)).Msg("upgrade")
-	if err != nil {
-		return fmt.Errorf("upgrade interrupted: %w", err)
-	}
-	return nil
-}
-
-// upgradeSession upgrades one session (upgrade.Upgrade), each of its
-// steps a journal note of the run, unless its version settles it
-// (upgrade.Settled).
-func upgradeSession(ctx context.Context, opt UpgradeOptions, s discover.Session, pv upgrade.PiVersion, journal *ledger.Journal) (*upgrade.Result, error) {
-	if res, ok := upgrade.Settled(s.Path, s.Format, pv); ok {
-		return res, nil
-	}
-	uo := upgrade.Options{DryRun: opt.DryRun, LockTimeout: opt.LockTimeout, Ops: opt.Ops}
-	if !opt.DryRun {
-		q := ledger.QuarantinePath(s.Tree, opt.CorrelationID, s.Rel, upgrade.QuarantineKind)
-		uo.Tree, uo.QuarantinePath = s.Tree, q
-		uo.Record = func(e upgrade.Event) error {
-			kind := ledger.NoteUpgraded
-			if e.Kind == upgrade.EventRestored {
-				kind = ledger.NoteRestored
-			} else if id := rollback.IdentityNote(e.QuarantinePath); id != "" {
-				// A rollback restores this very file only.
-				e.Detail += "; the original is " + id
-			}
-			return journal.Append(ledger.NoteRecord(ledger.Note{
-				CorrelationID:  opt.CorrelationID,
-				At:             wire.FormatTimestamp(opt.Clock()),
-				Session:        s.Path,
-				Kind:           kind,
-				Path:           e.Path,
-				QuarantinePath: e.QuarantinePath,
-				SHA256:         e.SHA256,
-				NewSHA256:      e.NewSHA256,
-				Detail:         e.Detail,
-			}))
+// recordUpgrade completes the options of session s's upgrade: its
+// original goes to the run's quarantine, and each of its steps is a
+// journal note of the run.
+func recordUpgrade(opt UpgradeOptions, s discover.Session, journal *ledger.Journal, uo *upgrade.Options) {
+	q := ledger.QuarantinePath(s.Tree, opt.CorrelationID, s.Rel, upgrade.QuarantineKind)
+	uo.Tree, uo.QuarantinePath = s.Tree, q
+	uo.Record = func(e upgrade.Event) error {
+		kind := ledger.NoteUpgraded
+		if e.Kind == upgrade.EventRestored {
+			kind = ledger.NoteRestored
+		} else if id := rollback.IdentityNote(e.QuarantinePath); id != "" {
+			// A rollback restores this very file only.
+			e.Detail += "; the original is " + id
 		}
+		return journal.Append(ledger.NoteRecord(ledger.Note{
+			CorrelationID:  opt.CorrelationID,
+			At:             wire.FormatTimestamp(opt.Clock()),
+			Session:        s.Path,
+			Kind:           kind,
+			Path:           e.Path,
+			QuarantinePath: e.QuarantinePath,
+			SHA256:         e.SHA256,
+			NewSHA256:      e.NewSHA256,
+			Detail:         e.Detail,
+		}))
 	}
-	return upgrade.Upgrade(ctx, s.Path, uo)
 }

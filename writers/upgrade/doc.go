@@ -65,6 +65,13 @@
 // reference's own, and whether this upgrade can help. [Count] totals a
 // run's results.
 //
+// [Tree] is one tree's run: every session in order, the ones the version
+// settles without opening them, the locked ones waited for after all the
+// others; its caller's Begin takes what changing the tree needs (the
+// engine: the tree lock, the journal, the run's records) only when some
+// file needs an upgrade and this is not a dry run, and completes each
+// session's Options (its quarantine path, its journal notes).
+//
 // # Lines pi would drop, and what pisess does with them
 //
 //   - pi reads content.trim().split("\n"): JavaScript white space (tab, VT,
