@@ -18,16 +18,17 @@
 //     build, then full): read → stage (writers) → verify
 //     (verify.VerifiedStaged, VerifiedAppend) → the store's ledger and
 //     clean source state → one seal → cutover (rollback.Cutover) or, for a
-//     refresh, the sidecar continued in place (refresh.go), every phase a journal event with the run's
-//     correlation id;
+//     refresh, the sidecar continued in place (refresh.go), every phase
+//     a journal event with the run's correlation id;
 //   - a migrate run's steps (migrate.go): walk, lock and heal, jobs, plan
 //     and run, the end of the run (journals synced, displaced sidecars
 //     settled, the tree's state files saved);
 //   - the other commands' runs: which trees they lock, in what order they
-//     take the sessions, what they journal (fsck.go, heal.go, upgrade.go,
-//     rollback.go, prune.go, runs.go), and the read-only ones that walk
-//     and call one library function per session (verify.go, status.go,
-//     inspect.go, build.go);
+//     take the sessions, what they journal (fsck.go, heal.go, rollback.go;
+//     upgrade.go runs each tree through upgrade.Tree and keeps its lock
+//     and journal notes), and the ones that make one library call per run
+//     (verify.ListStatus, verify.Sidecars, store.Inspect,
+//     writers.BuildOutDir, ledger.Runs, ledger.PruneTrees);
 //   - the typed reports (migrate_report.go and each command's file).
 //
 // # The schedule
@@ -136,12 +137,13 @@
 // atomicity_violation would claim damage that is not there.
 //
 // Everything else is a library it calls: ledger (.pisess/: journal, tree
-// lock, quarantine, runs, prune, state files, a tree's summary), verify
+// lock, quarantine, runs, prune, state files, a tree's summary, a file's
+// identity), verify
 // (checks, a sidecar's verdict, a session's status line, fsck's findings
 // and totals, the fresh cache's verdicts), rollback (cutover, rollback,
 // fsck's repairs, heal, discards), writers (staging; build's output
-// directory), writers/upgrade (the rewrite, which files it takes, the
-// reason a legacy header is refused), writers/store (inspect's counts),
+// directory), writers/upgrade (the rewrite, which files it takes, a
+// tree's run, the reason a legacy header is refused), writers/store (inspect's counts),
 // readers/discover (the walk, a command's paths and trees) and
 // commands/tune (the number of CPUs, which sizes the jobs).
 //
