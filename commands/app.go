@@ -82,6 +82,8 @@ var environment = []struct{ name, meaning string }{
 	{"PISESS_LOG_DIR", "the directory of the default log (pisess.log), which the commands that act on trees " +
 		"append to when no --log-file is given; default /var/log/pisess for root, else $XDG_STATE_HOME/pisess, " +
 		"else ~/.local/state/pisess."},
+	{"GOMEMLIMIT", "the Go collector's soft memory limit; unset, pisess sets one that follows the live heap."},
+	{"GOGC", "the Go collector's target; unset, the runtime's default (100)."},
 	{"GOMAXPROCS", "the Go runtime's number of threads running Go code at once (unset: the CPUs the process " +
 		"may use, its cgroup's quota included); the default --jobs follows it."},
 }
