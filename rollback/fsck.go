@@ -19,14 +19,28 @@ import (
 )
 
 // Fsck is one run of fsck over session trees (fsck, fsck --repair, or a
-// migration's self-healing, [Heal]): for each tree, under its tree lock, it
-// checks every session (verify.CheckSession) and the tree's own findings
+// migration's self-healing, [Heal]). For each tree, under its tree lock,
+// it classifies every session with the reference's five status classes
+// and lists the finer findings beneath them (verify.CheckSession:
+// acceptance, store integrity, freshness, leftovers), plus the tree's own
 // (a stale tree lock, journal lines that do not parse, directories whose
-// session is gone) and, with Repair, mends them through a [Repairer] and
-// checks again, each step journaled under CorrelationID and whatever it
-// removes kept in the tree's quarantine. Without Repair it writes nothing
-// at all. The caller (engine.Fsck) fills it in and calls [Fsck.Tree] for
-// each tree.
+// session is gone). Every finding names the file, the check and the repair
+// that applies. Without Repair it writes nothing at all.
+//
+// With Repair it then mends what can be mended without losing data
+// ([Repairer]), moving whatever it removes into
+// <tree>/.pisess/quarantine/<run id>/ and recording each step in the tree
+// journal under CorrelationID, and checks again: a finding is Repaired
+// only when the re-check no longer finds it. A second run then finds
+// nothing.
+//
+// Class is the reference's verdict (verify.Status). fsck's findings go
+// further: a sidecar the reference would call migrated is also verified
+// against its whole source, so a store that pi would accept but that no
+// longer holds the source's entries is found (as corrupt findings beneath
+// the class migrated).
+//
+// The caller (engine.Fsck) fills it in and calls [Fsck.Run].
 type Fsck struct {
 	// Repair mends what can be mended (check → repair → re-check).
 	Repair bool
@@ -36,11 +50,13 @@ type Fsck struct {
 	// CorrelationID is the run's id with Repair (journal notes, run
 	// records, the quarantine directory).
 	CorrelationID string
-	// LockTimeout bounds the wait for a session or store mutation lock;
-	// LockWait the wait for a tree lock another run holds (0: none).
+	// LockTimeout bounds the wait for a session or store mutation lock
+	// (Run sets 0 to DefaultLockTimeout); LockWait the wait for a tree
+	// lock another run holds (0: none).
 	LockTimeout time.Duration
 	LockWait    time.Duration
-	// Clock stamps journal notes and run records (not nil).
+	// Clock stamps journal notes and run records; Run sets nil to the
+	// wall clock.
 	Clock func() time.Time
 	// Ops performs the file operations of the repairs.
 	Ops durable.Ops
@@ -58,6 +74,30 @@ type Fsck struct {
 
 	mu   sync.Mutex
 	done int
+}
+
+// Run checks (and repairs) trees in order and returns what it found in
+// each, up to the first error (the trees done before, and the one it
+// stopped in).
+func (r *Fsck) Run(ctx context.Context, trees []discover.Tree) ([]verify.FsckTree, error) {
+	if r.LockTimeout <= 0 {
+		r.LockTimeout = DefaultLockTimeout
+	}
+	if r.Clock == nil {
+		r.Clock = func() time.Time { return time.Now().UTC() }
+	}
+	for _, t := range trees {
+		r.Total += len(t.Sessions)
+	}
+	out := []verify.FsckTree{}
+	for _, t := range trees {
+		tr, err := r.Tree(ctx, t)
+		out = append(out, tr)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 func (r *Fsck) progress() {

@@ -15,9 +15,9 @@ import (
 	"pisess/writers/durable"
 )
 
-// DefaultLockTimeout is how long fsck --repair waits for a session lock or
-// a store mutation lock that pi holds before it reports the session busy.
-const DefaultLockTimeout = 30 * time.Second
+// DefaultLockTimeout is how long a command waits for a session lock or a
+// store mutation lock that pi holds before it reports the session busy.
+const DefaultLockTimeout = rollback.DefaultLockTimeout
 
 // FsckOptions configure Fsck.
 type FsckOptions struct {
@@ -49,18 +49,9 @@ type FsckOptions struct {
 }
 
 // Fsck checks every session under opt.Paths the way e2fsck checks a file
-// system: for each session tree, under its tree lock, it classifies every
-// session with the reference's five status classes and lists the finer
-// findings beneath them (acceptance, store integrity, freshness, leftovers),
-// plus the tree's own (a stale tree lock, journal lines that do not parse,
-// directories whose session is gone). Every finding names the file, the
-// check and the repair that applies.
-//
-// With opt.Repair it then mends what can be mended without losing data,
-// moving whatever it removes into <tree>/.pisess/quarantine/<run id>/ and
-// recording each step in the tree journal, and checks again: a finding is
-// Repaired only when the re-check no longer finds it. A second Fsck then
-// finds nothing.
+// system, tree by tree under each tree's lock, and with opt.Repair mends
+// what can be mended and checks again (rollback.Fsck says what it finds
+// and how it repairs; the rebuilds go through the migrate pipeline).
 //
 // The report's Tally gives the exit status (package commands, exit.go):
 // 0 clean, 1 problems found and all repaired, 4 problems left. An error
@@ -71,12 +62,6 @@ type FsckOptions struct {
 // so scripts compare with ==). Notices (a source the reference refuses,
 // which pi keeps using as JSONL) do not count; a stale sidecar does (pi
 // will not use it until it is refreshed).
-//
-// Class is the reference's verdict (verify.Status). fsck's findings go
-// further: a sidecar the reference would call migrated is also verified
-// against its whole source, so a store that pi would accept but that no
-// longer holds the source's entries is found (as corrupt findings beneath
-// the class migrated).
 func Fsck(ctx context.Context, opt FsckOptions) (FsckReport, error) {
 	roots := opt.Paths
 	if len(roots) == 0 {
@@ -94,12 +79,6 @@ func Fsck(ctx context.Context, opt FsckOptions) (FsckReport, error) {
 	if r.Jobs <= 0 {
 		r.Jobs = tune.CPUs()
 	}
-	if r.LockTimeout <= 0 {
-		r.LockTimeout = DefaultLockTimeout
-	}
-	if r.Clock == nil {
-		r.Clock = func() time.Time { return time.Now().UTC() }
-	}
 	r.Rebuild = fsckRebuild(r)
 	rep := FsckReport{Repair: opt.Repair, Trees: []verify.FsckTree{}}
 	if opt.Repair {
@@ -111,19 +90,9 @@ func Fsck(ctx context.Context, opt FsckOptions) (FsckReport, error) {
 		}
 		r.CorrelationID = rep.CorrelationID
 	}
-	for _, t := range trees {
-		r.Total += len(t.Sessions)
-	}
-	for _, t := range trees {
-		tr, err := r.Tree(ctx, t)
-		rep.Trees = append(rep.Trees, tr)
-		if err != nil {
-			rep.Totals = verify.SumFsck(rep.Trees)
-			return rep, err
-		}
-	}
+	rep.Trees, err = r.Run(ctx, trees)
 	rep.Totals = verify.SumFsck(rep.Trees)
-	return rep, nil
+	return rep, err
 }
 
 // FsckReport is what Fsck found and, with Repair, did.
