@@ -53,15 +53,13 @@ type FsckOptions struct {
 // what can be mended and checks again (rollback.Fsck says what it finds
 // and how it repairs; the rebuilds go through the migrate pipeline).
 //
-// The report's Tally gives the exit status (package commands, exit.go):
-// 0 clean, 1 problems found and all repaired, 4 problems left. An error
-// means fsck could not run: ErrTreeLocked in its chain (exit 32) when
-// another pisess run holds a tree's lock, anything else exit 8. The values
-// are e2fsck's, but they never combine as bits: a run that repaired some
-// problems and left others exits 4, not 5 (the most urgent condition wins,
-// so scripts compare with ==). Notices (a source the reference refuses,
-// which pi keeps using as JSONL) do not count; a stale sidecar does (pi
-// will not use it until it is refreshed).
+// The report's Tally gives the exit status (package commands, exit.go; the
+// values are fsck --help's): 0 clean, 1 problems found and all repaired, 4
+// problems left, never combined as bits. An error means fsck could not
+// run: ErrTreeLocked in its chain (exit 32) when another pisess run holds
+// a tree's lock, anything else exit 8. Notices do not count: a source the
+// reference refuses (pi keeps using it as JSONL), a stale sidecar (pi reads
+// the session file until a refresh; verify.FsckFinding's Notice).
 func Fsck(ctx context.Context, opt FsckOptions) (FsckReport, error) {
 	roots := opt.Paths
 	if len(roots) == 0 {
