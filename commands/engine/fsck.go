@@ -19,12 +19,12 @@ import (
 // store mutation lock that pi holds before it reports the session busy.
 const DefaultLockTimeout = rollback.DefaultLockTimeout
 
-// FsckOptions configure Fsck.
+// FsckOptions configure Fsck. Repair, LockTimeout (0: DefaultLockTimeout),
+// LockWait (--lock-wait; 0: exit 32 at once), Clock (nil: the wall
+// clock), Ops and Progress are rollback.Fsck's.
 type FsckOptions struct {
 	// Paths are session files or trees; none means discover.DefaultRoots.
-	Paths []string
-	// Repair mends what can be mended (check → repair → re-check);
-	// without it Fsck writes nothing at all.
+	Paths  []string
 	Repair bool
 	// Jobs is how many sessions are checked (and repaired) at once; 0
 	// means the number of CPUs the process may use (tune.CPUs).
@@ -32,20 +32,11 @@ type FsckOptions struct {
 	// CorrelationID is the run's id for --repair (journal notes, the
 	// quarantine directory); "" generates one.
 	CorrelationID string
-	// LockTimeout bounds the wait for a session or store mutation lock; 0
-	// means DefaultLockTimeout.
-	LockTimeout time.Duration
-	// LockWait is how long --repair waits for a tree lock another run
-	// holds (--lock-wait); 0: exit 32 at once.
-	LockWait time.Duration
-	// Clock stamps journal notes; nil means the wall clock.
-	Clock func() time.Time
-	// Ops performs the file operations of the repairs; the zero value is
-	// the operating system's.
-	Ops durable.Ops
-	// Progress, when set, is called after each session with the number
-	// done and the total, never concurrently.
-	Progress func(done, total int)
+	LockTimeout   time.Duration
+	LockWait      time.Duration
+	Clock         func() time.Time
+	Ops           durable.Ops
+	Progress      func(done, total int)
 }
 
 // Fsck checks every session under opt.Paths the way e2fsck checks a file
