@@ -69,7 +69,7 @@ func Fsck(ctx context.Context, opt FsckOptions) (FsckReport, error) {
 		r.Jobs = tune.CPUs()
 	}
 	r.Rebuild = fsckRebuild(r)
-	rep := FsckReport{Repair: opt.Repair, Trees: []verify.FsckTree{}}
+	rep := FsckReport{Repair: opt.Repair}
 	if opt.Repair {
 		rep.CorrelationID = opt.CorrelationID
 		if rep.CorrelationID == "" {
