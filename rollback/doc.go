@@ -15,6 +15,8 @@
 //     displaced comes back, each source it upgraded is restored byte for
 //     byte. Nothing is deleted, and the receipt of every step is a rollback
 //     event in the tree journal, which outlives the stores it describes.
+//     [InTrees] does it in every tree a command names, each under its
+//     tree lock, and flattens the results into a report's rows.
 //   - [ToCheckpoint] rolls a store back to one of its checkpoints as the
 //     reference does (FORMAT.md §6), under an intent document that recovery
 //     ([FinishPending]) rolls forward.
@@ -22,6 +24,15 @@
 // It also holds what fsck --repair and a migration's self-healing do to a
 // tree (DESIGN.md's repairs):
 //
+//   - [Fsck] is fsck's run over session trees: for each, the .pisess/
+//     objects of the wrong type moved aside (with Repair), the tree lock
+//     (a dead run's taken over; a check records no holder in it), the run's
+//     records in the journal, verify's findings for the tree and for each
+//     session, Jobs sessions at a time (a session waiting for a lock pi
+//     holds gives its place up: [LockAside], [WaitWithout], which the
+//     migration's schedule uses too), and with Repair a [Repairer] for
+//     each. Without Repair it writes nothing. [Heal] is the same run,
+//     under migrate's tree lock, over what [NeedsHeal] selects.
 //   - [Repairer] mends one session or one tree from verify's findings:
 //     staging leftovers go to the quarantine, a backup comes back when no
 //     sidecar is installed and it verifies, torn tails are cut (kept
@@ -99,7 +110,11 @@
 // damage, found again by the next fsck, or its repair. A discard removes a
 // displaced copy only after the note that says so is synced: a crash
 // between the two leaves an extra copy, which prune removes with its run,
-// never a missing one unrecorded. The crash harness of package commands
-// (TestCrashMigrate, TestCrashHealMigrate, TestCrashFsckRepair) kills
-// migrate and fsck --repair at every failpoint, these included.
+// never a missing one unrecorded. A run of [Fsck] with Repair brackets its
+// journal notes with run records (ledger.RunRecord, written with its first
+// repair); one killed midway leaves a start with no end, which the next
+// run that repairs in the tree names among the runs it healed
+// (ledger.UnendedRuns) in its own end record. The crash harness of package
+// commands (TestCrashMigrate, TestCrashHealMigrate, TestCrashFsckRepair)
+// kills migrate and fsck --repair at every failpoint, these included.
 package rollback

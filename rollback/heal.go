@@ -1,10 +1,13 @@
 package rollback
 
 import (
+	"context"
 	"path/filepath"
+	"time"
 
 	"pisess/ledger"
 	"pisess/readers/discover"
+	"pisess/verify"
 	"pisess/writers/durable"
 	"pisess/writers/wire"
 )
@@ -99,4 +102,58 @@ func NeedsHeal(t discover.Tree, j *ledger.Journal, stale bool) (discover.Tree, b
 		}
 	}
 	return sel, len(sel.Sessions)+len(sel.Leftovers) > 0
+}
+
+// HealReport is what a migrate run did about the leftovers of an
+// interrupted run before planning (issue 12, item 9).
+type HealReport struct {
+	// CorrelationID is the heal's own run id: its journal notes and
+	// quarantine, listed by `pisess runs` as an fsck --repair.
+	CorrelationID string `json:"correlationId"`
+	// StaleLock is the holder text of the dead run whose tree lock this
+	// run took over ("" when none).
+	StaleLock string          `json:"staleLock,omitempty"`
+	Tree      verify.FsckTree `json:"tree"`
+}
+
+// Heal finishes or undoes what an interrupted run left in tree t before
+// migrate plans it, exactly as fsck --repair would for those sessions and
+// directories (staging quarantined, a backup restored when no sidecar is
+// installed and it verifies, else quarantined, a sidecar an interrupted
+// cutover lost rebuilt from the source), each step journaled under a run
+// id of its own. f gives the run's Ops, LockTimeout, Clock (nil: the
+// wall clock), Log and Rebuild; Heal sets the rest. The caller holds the
+// tree lock; stale is the holder text of the dead run whose lock it took
+// over, and hold records the caller as the lock's holder. nil when there
+// was nothing to do.
+func Heal(ctx context.Context, f *Fsck, t discover.Tree, stale string, hold func() error) (*HealReport, error) {
+	if t.SymlinkAncestor != "" {
+		return nil, nil
+	}
+	j, err := ledger.OpenJournalWith(f.Ops, t.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	sel, ok := NeedsHeal(t, j, stale != "")
+	if !ok {
+		return nil, nil
+	}
+	// The repairs move directories before they journal them: the run is
+	// the lock's holder from now on.
+	if hold != nil {
+		if err := hold(); err != nil {
+			return nil, err
+		}
+	}
+	cid := ledger.NewCorrelationID()
+	if f.Clock == nil {
+		f.Clock = func() time.Time { return time.Now().UTC() }
+	}
+	f.Repair, f.Jobs, f.CorrelationID, f.Total = true, 1, cid, len(sel.Sessions)
+	f.Log.Warn().Str("tree", t.Root).Str("healCorrelationId", cid).Int("sessions", len(sel.Sessions)).
+		Int("orphans", len(sel.Leftovers)).Msg("an interrupted run left staging/backup directories: repairing them as fsck --repair would")
+	out, err := f.TreeLocked(ctx, sel, stale, nil, nil)
+	rep := &HealReport{CorrelationID: cid, StaleLock: stale, Tree: out}
+	return rep, err
 }

@@ -35,8 +35,9 @@
 //     leftovers of an interrupted run) as [FsckFinding]s, each with the
 //     [RepairAction] that mends it; [StaleLockFinding], [JournalFindings],
 //     [OrphanFindings] and [MendedFindings] are a tree's own, and
-//     [SumFsck] totals them. rollback.Repairer acts on them; this package
-//     only finds.
+//     [SumFsck] totals them. rollback.Fsck runs these checks over a tree
+//     (under its lock, so many sessions at once) and rollback.Repairer
+//     acts on them; this package only finds.
 //   - Is a verdict of an earlier run still good? [FreshCache] judges the
 //     fresh cache's entries (kept by ledger.FreshCache) by the metadata
 //     digests of the files they name ([MetaDigest], [SourceDigest], a

@@ -180,7 +180,7 @@ func build(ctx context.Context, env Env, s discover.Session, res SessionResult, 
 		return fail(res, "operational", err)
 	}
 	if !env.DryRun && !env.sessionLocked {
-		lock, err := lockAside(ctx, env.Ops, s.Lock, env.LockTimeout, env.aside)
+		lock, err := rollback.LockAside(ctx, env.Ops, s.Lock, env.LockTimeout, env.aside)
 		if errors.Is(err, durable.ErrLockTimeout) {
 			res.Outcome = OutcomeBusy
 			res.Error = &ErrorInfo{Class: "busy", Message: fmt.Sprintf("%s stayed locked for %s: pi is writing the session; the next run will migrate it", s.Lock, env.LockTimeout)}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"pisess/ledger"
@@ -35,24 +33,11 @@ type RollbackOptions struct {
 }
 
 // RollbackSession is one session of a rollback by correlation id.
-type RollbackSession struct {
-	Tree    string `json:"tree"`
-	Session string `json:"session"`
-	Action  string `json:"action"`
-	Detail  string `json:"detail,omitempty"`
-	Changed bool   `json:"changed"`
-	Stale   bool   `json:"stale,omitempty"`
-	Error   string `json:"error,omitempty"`
-}
+type RollbackSession = rollback.TreeSession
 
 // RollbackForged is a journal line of the run refused as forged or
 // corrupt: reported, never acted on.
-type RollbackForged struct {
-	Tree    string `json:"tree"`
-	Journal string `json:"journal"`
-	Line    int64  `json:"line"`
-	Detail  string `json:"detail"`
-}
+type RollbackForged = rollback.TreeForged
 
 // RollbackReport is the result of Rollback.
 type RollbackReport struct {
@@ -112,53 +97,14 @@ func Rollback(ctx context.Context, opt RollbackOptions) (RollbackReport, error) 
 			return rep, fmt.Errorf("default session tree: %w", err)
 		}
 	}
-	known := false
-	for _, root := range roots {
-		// The journal names sessions by absolute path: so must the tree.
-		if abs, err := filepath.Abs(root); err == nil {
-			root = abs
-		}
-		// Any path inside a tree names that tree's one journal (issue 12).
-		tree := discover.TreeRoot(root)
-		if err := ledger.CheckPisessDir(tree); err != nil {
-			return rep, err
-		}
-		if _, err := os.Lstat(ledger.JournalPath(tree)); err != nil {
-			// No journal, no run to undo: nothing is created (not even
-			// .pisess/ for the lock) in a tree pisess never changed.
-			continue
-		}
-		ropt.Hold = nil
-		if !opt.DryRun {
-			l, _, err := ledger.LockTreeWait(ctx, opt.Ops, tree, opt.LockWait)
-			if err != nil {
-				return rep, fmt.Errorf("lock tree %s: %w", tree, err)
-			}
-			defer l.Unlock()
-			ropt.Hold = ledger.Hold(l, opt.CorrelationID)
-		}
-		r, err := rollback.ByCorrelation(ctx, tree, opt.CorrelationID, ropt)
-		switch {
-		case errors.Is(err, rollback.ErrUnknownCorrelation):
-			continue
-		case errors.Is(err, rollback.ErrBadCorrelationID):
-			return rep, Usagef("%v", err)
-		case err != nil:
-			return rep, fmt.Errorf("rollback %s in %s: %w", opt.CorrelationID, tree, err)
-		}
-		known = true
-		for _, b := range r.Forged {
-			rep.Forged = append(rep.Forged, RollbackForged{Tree: tree, Journal: ledger.JournalPath(tree), Line: b.Line, Detail: b.Detail})
-		}
-		for _, s := range r.Sessions {
-			rs := RollbackSession{Tree: tree, Session: s.Session, Action: string(s.Action), Detail: s.Detail, Changed: s.Changed, Stale: s.Stale}
-			if s.Error != nil {
-				rs.Error = s.Error.Error()
-			}
-			rep.Sessions = append(rep.Sessions, rs)
-		}
+	res, err := rollback.InTrees(ctx, roots, opt.CorrelationID, ropt, opt.LockWait)
+	rep.Sessions, rep.Forged = res.Sessions, res.Forged
+	if errors.Is(err, rollback.ErrBadCorrelationID) {
+		return rep, Usagef("%v", err)
+	} else if err != nil {
+		return rep, err
 	}
-	if !known {
+	if !res.Known {
 		rep.Unknown = fmt.Sprintf("no journal under %v knows correlation id %s", roots, opt.CorrelationID)
 	}
 	return rep, nil

@@ -13,6 +13,7 @@ import (
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
+	"pisess/rollback"
 	"pisess/verify"
 	"pisess/writers/durable"
 )
@@ -192,7 +193,7 @@ func (b *buildSlot) aside(wait func()) {
 	}
 	// Back in the queue for a place after it: the lock is held meanwhile,
 	// as it is while the source is read (pi's next write waits for it).
-	waitWithout(b.holds, wait)
+	rollback.WaitWithout(b.holds, wait)
 }
 
 func (b *buildSlot) release() {
