@@ -12,8 +12,9 @@
 //     refusal cache (caches.go) and the fresh cache's verdicts);
 //   - the schedule (schedule.go): runJobs's reading, light and staging
 //     places, the seal workers, the lock waits that give a place up
-//     (aside.go), fsck's places; the planners (planInto) and the number of
-//     jobs (tune.CPUs);
+//     (rollback.LockAside, rollback.WaitWithout; fsck's places are
+//     rollback.Fsck's); the planners (planInto) and the number of jobs
+//     (tune.CPUs);
 //   - the per-session flow under the session lock (migrate_session.go:
 //     build, then full): read → stage (writers) → verify
 //     (verify.VerifiedStaged, VerifiedAppend) → the store's ledger and
@@ -45,7 +46,7 @@
 // lightAppended bytes: each holds under 8 MB), so that a steady cron
 // refresh reads two sessions at once even at --jobs 1; one that turns out
 // to need a full rebuild waits for a full place first. A session whose
-// lock pi holds gives its place up while it waits (aside.go), so the
+// lock pi holds gives its place up while it waits (rollback.LockAside), so the
 // sessions after it go on meanwhile.
 //
 // # The seal
