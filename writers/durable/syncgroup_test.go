@@ -2,6 +2,8 @@ package durable
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -145,5 +147,71 @@ func TestSyncGroupUnsupported(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("lingered for a sync the system does not have")
+	}
+}
+
+// TestSyncGroupSealNotACoveredOne: the syncfs is made on the oldest seal
+// among those it covers, never on one an earlier sync covered, whose
+// caller may have returned and closed it before leaving the waiting set
+// (a migrate --jobs 2 failed with "syncfs <another session's staging>: bad
+// file descriptor"). Here the old seal's caller has its sync done and its
+// descriptor closed, still in the set; the next caller's sync must not
+// use it. Then many callers open, seal and close at once: no sync ever
+// meets a closed descriptor.
+func TestSyncGroupSealNotACoveredOne(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *Seal {
+		s, err := OS.OpenSeal(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	stillOpen := func(f *os.File) error {
+		if _, err := f.Stat(); err != nil {
+			return fmt.Errorf("sync on %s: %w", f.Name(), err)
+		}
+		return nil
+	}
+
+	var g SyncGroup
+	covered := open()
+	if err := g.syncSeal(1, covered, stillOpen); err != nil {
+		t.Fatal(err)
+	}
+	// As between the broadcast of its sync's end and its wake-up.
+	g.mu.Lock()
+	g.devs[1].waiting[covered] = g.devs[1].done
+	g.mu.Unlock()
+	covered.Close()
+	next := open()
+	defer next.Close()
+	if err := g.syncSeal(1, next, stillOpen); err != nil {
+		t.Fatalf("the sync used the covered seal: %v", err)
+	}
+
+	var g2 SyncGroup
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 200; j++ {
+				s := open()
+				err := g2.syncSeal(1, s, func(f *os.File) error {
+					time.Sleep(50 * time.Microsecond)
+					return stillOpen(f)
+				})
+				s.Close()
+				if err != nil {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Fatalf("%d of 1,600 seals' syncs met a closed descriptor", n)
 	}
 }

@@ -309,8 +309,10 @@ type devSyncs struct {
 	// unsupported: the sync said ENOSYS (no syncfs on this system), so
 	// the callers seal on their own at once rather than linger for it.
 	unsupported bool
-	// waiting are the seals of the callers of syncSeal not yet covered.
-	waiting map[*Seal]bool
+	// waiting are the seals of the callers of syncSeal, each with the
+	// sync that covers it: one whose sync is done may return, and its
+	// descriptor be closed, before it leaves the map.
+	waiting map[*Seal]uint64
 }
 
 // sync returns once a call of fn that began after sync was called has
@@ -324,12 +326,14 @@ func (g *SyncGroup) sync(dev uint64, fn func() error) error {
 // syncSeal is sync for the seal s: the syncfs that covers the callers
 // waiting is made on the oldest of their seals (oldest), whose descriptor
 // was opened before any of their writes, so that it reports the writeback
-// error of any of them (Seal).
+// error of any of them (Seal). A seal that an earlier sync covered is not
+// a candidate: its caller may be returning, and closing it, meanwhile
+// (the sync failed with EBADF on another session's seal under --jobs 2).
 func (g *SyncGroup) syncSeal(dev uint64, s *Seal, syncfs func(*os.File) error) error {
 	return g.syncWith(dev, s, func(d *devSyncs) func() error {
 		first := s
-		for w := range d.waiting {
-			if w.seq < first.seq {
+		for w, need := range d.waiting {
+			if need > d.done && w.seq < first.seq {
 				first = w
 			}
 		}
@@ -347,19 +351,19 @@ func (g *SyncGroup) syncWith(dev uint64, s *Seal, pick func(d *devSyncs) func() 
 	}
 	d := g.devs[dev]
 	if d == nil {
-		d = &devSyncs{cond: sync.NewCond(&g.mu), waiting: map[*Seal]bool{}}
+		d = &devSyncs{cond: sync.NewCond(&g.mu), waiting: map[*Seal]uint64{}}
 		g.devs[dev] = d
 	}
 	if d.unsupported {
 		return d.err // the system has no such sync: nothing to wait for
 	}
+	need := d.started + 1 // one running now began before this call
 	if s != nil {
 		// Its descriptor stays open while it waits: a sync started
 		// meanwhile may be made on it.
-		d.waiting[s] = true
+		d.waiting[s] = need
 		defer delete(d.waiting, s)
 	}
-	need := d.started + 1 // one running now began before this call
 	for d.done < need {
 		if d.running || d.gathering {
 			d.cond.Wait()
