@@ -1,9 +1,8 @@
 // Command pisess migrates, verifies, repairs and rolls back session stores of
 // the pi coding agent into Session Store V2 sidecars. Everything but the
-// process boundary lives in package commands: main sets the soft memory
-// limit and starts a profile build's profiles (commands.Tune), cancels the
-// run's context on SIGINT and SIGTERM and exits with the status
-// commands.Main returns.
+// process boundary lives in package commands: main turns the runtime's
+// knobs (commands.Tune), cancels the run's context on SIGINT and SIGTERM
+// and exits with the status commands.Main returns.
 //
 // # Layout
 //
@@ -16,10 +15,10 @@
 // package imports one its line does not name, or has no line.
 //
 //	package            | holds                                                                          | may import
-//	main               | the process: tune first, a signal-cancelled context, os.Exit(commands.Main)    | commands
+//	main               | the process: knobs first, a signal-cancelled context, os.Exit(commands.Main)   | commands
 //	commands           | the urfave/cli app: flags → options → one engine call → text or --json; exit  | commands/engine commands/metrics commands/tune ledger readers/discover verify writers/upgrade writers/wire
 //	commands/engine    | orchestration: plan, schedule (jobs, places, lock waits), the per-session flow | commands/tune rollback verify ledger writers writers/upgrade readers/discover readers/jsonl readers/normalize readers/privtmp readers writers/store writers/durable writers/wire
-//	commands/tune      | the CPUs a run may use (--jobs), the soft memory limit, profiles               | -
+//	commands/tune      | the runtime knobs, each with the measurement that keeps it; the CPUs (--jobs)  | -
 //	commands/metrics   | the --metrics-file document: Prometheus text format, written atomically        | -
 //	scripts/testprogress | make test's progress over go test -json for the crash harness              | -
 //	scripts/benchtool  | the benchmark's helpers                                                        | readers/jsonl

@@ -83,9 +83,10 @@ var environment = []struct{ name, meaning string }{
 		"append to when no --log-file is given; default /var/log/pisess for root, else $XDG_STATE_HOME/pisess, " +
 		"else ~/.local/state/pisess."},
 	{"GOMEMLIMIT", "the Go collector's soft memory limit; unset, pisess sets one that follows the live heap."},
-	{"GOGC", "the Go collector's target; unset, the runtime's default (100)."},
-	{"GOMAXPROCS", "the Go runtime's number of threads running Go code at once (unset: the CPUs the process " +
-		"may use, its cgroup's quota included); the default --jobs follows it."},
+	{"GOGC", "the Go collector's target; unset, pisess collects at 5x the live heap (400)."},
+	{"GOMAXPROCS", "the Go runtime's number of threads running Go code at once; set, pisess keeps it " +
+		"(unset: the CPUs the process may use, its cgroup's quota included, and a migration of small sessions " +
+		"uses one more, to overlap system calls); the default --jobs follows it."},
 }
 
 // exitStatuses are pisess's exit statuses, the most urgent first: the EXIT

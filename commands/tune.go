@@ -2,7 +2,8 @@ package commands
 
 import "pisess/commands/tune"
 
-// Tune starts what pisess asks of the runtime (package tune: the soft
-// memory limit, a profile build's profiles) and returns what ends it; main
-// calls it first.
+// Tune turns the runtime's knobs for the command line args (package tune:
+// the collector's settings, the profiles of a profile build) and returns
+// what ends them; main calls it first (a migration takes its extra P
+// itself).
 func Tune(args []string) (stop func()) { return tune.Start(args) }

@@ -146,7 +146,8 @@
 // directory), writers/upgrade (the rewrite, which files it takes, a
 // tree's run, the reason a legacy header is refused), writers/store (inspect's counts),
 // readers/discover (the walk, a command's paths and trees) and
-// commands/tune (the number of CPUs, which sizes the jobs).
+// commands/tune (the number of CPUs, which sizes the jobs, and the
+// migration's extra P).
 //
 // On disk it touches nothing directly but a dry run's temporary staging
 // directory and a run's own staging directories, which it removes when a

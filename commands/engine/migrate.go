@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"pisess/commands/tune"
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
@@ -68,6 +69,8 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		judges:   opt.seams.freshJudges(),
 		journals: map[string]*ledger.Journal{}, listed: map[string]map[string]bool{}, healedTree: map[string]bool{}}
 	r.startedAt = wire.FormatTimestamp(r.now())
+	tune.EnterRun() // one P more while the work is system calls (commands/tune)
+	defer tune.ExitRun()
 	trees, err := r.walk(ctx)
 	if err != nil {
 		return r.rep, err

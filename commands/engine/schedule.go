@@ -363,6 +363,7 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 	type started struct {
 		i       int
 		reading chan struct{} // the reading place taken for it
+		heavy   bool          // its reading and staging are work for the CPUs (tune.HeavyStart)
 	}
 	next := make(chan started)
 	reading, light, staging := make(chan struct{}, n), make(chan struct{}, n), make(chan struct{}, n)
@@ -380,7 +381,13 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 				slot := &buildSlot{reading: st.reading, fullReading: reading, staging: staging, holds: st.reading}
 				e := env
 				e.Journal, e.Refresh, e.Fresh, e.slot = jobs[i].journal, jobs[i].refresh, jobs[i].fresh, slot
+				if st.heavy {
+					tune.HeavyStart()
+				}
 				results[i] = runSession(ctx, e, jobs[i].session, jobs[i].plan, correlationID)
+				if st.heavy {
+					tune.HeavyEnd()
+				}
 				slot.release()
 				if finished != nil {
 					finished(i, results[i])
@@ -430,7 +437,7 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 			close(busy)
 			busy = nil
 		}
-		next <- started{i, place}
+		next <- started{i, place, jobs[i].session.Size >= tune.HeavySessionBytes && !small}
 	}
 	close(next)
 	wg.Wait()

@@ -1,13 +1,18 @@
 package tune
 
-import "os"
+import (
+	"os"
+	"runtime/debug"
+)
 
-// Start begins what pisess asks of the runtime for the command line args
-// (os.Args) and returns what ends it: the soft memory limit that follows
-// the live heap, unless the environment sets GOMEMLIMIT (memlimit.go), and
-// the profiles of a build with the profile tag. The collector's target
-// (GOGC) and GOMAXPROCS are the runtime's defaults, or the environment's.
+// Start turns the knobs for the command line args (os.Args) and returns
+// what ends them: GOGC 400 and the soft memory limit that follows the live
+// heap unless the environment sets GOGC or GOMEMLIMIT, and the profiles of
+// a build with the profile tag. GOMAXPROCS is a migration's own (EnterRun).
 func Start(args []string) (stop func()) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	done := make(chan struct{})
 	if os.Getenv("GOMEMLIMIT") == "" {
 		go followLiveHeap(done)
