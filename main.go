@@ -12,7 +12,7 @@ import (
 )
 
 func main() {
-	stopTuning := commands.Tune(os.Args) // first, while the heap is a few hundred kilobytes
+	stopTuning := commands.Tune() // first, so that the collector's settings hold for the whole run
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := commands.Main(ctx, os.Args, os.Stdout, os.Stderr)
 	stopTuning()

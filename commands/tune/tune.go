@@ -5,11 +5,11 @@ import (
 	"runtime/debug"
 )
 
-// Start turns the knobs for the command line args (os.Args) and returns
-// what ends them: GOGC 400 and the soft memory limit that follows the live
-// heap unless the environment sets GOGC or GOMEMLIMIT, and the profiles of
-// a build with the profile tag. GOMAXPROCS is a migration's own (EnterRun).
-func Start(args []string) (stop func()) {
+// Start turns the knobs and returns what ends them: GOGC 400 and the soft
+// memory limit that follows the live heap unless the environment sets GOGC
+// or GOMEMLIMIT, and the profiles of a build with the profile tag.
+// GOMAXPROCS is a migration's own (EnterRun).
+func Start() (stop func()) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
