@@ -68,7 +68,9 @@
 // migration event, byte for byte as the store ledger holds it, a pisess
 // note (schema "pisess.journal_note.v1") carrying what a migration event
 // cannot hold but a rollback needs: where a displaced sidecar or an
-// upgraded source was quarantined and the digests to check it by, or a run
+// upgraded source was quarantined and the digests to check it by (and its
+// device and inode, "dev=D ino=I": IdentityNote, ParseIdentity, so that a
+// rollback acts on that very file or directory only), or a run
 // record (schema "pisess.journal_run.v1"): a run's start, written with its
 // first other record, and its end with its summary (RunRecord; JournalRuns
 // reads a run from them, Runs every tree's for `pisess runs`, a start with no end being a run that died;

@@ -553,8 +553,8 @@ func (j *sessionJob) precheck(path string, src sourceState) error {
 	if err != nil {
 		return &StepError{Session: j.session, Step: "check original", Err: fmt.Errorf("%w: %v", ErrMissing, err)}
 	}
-	if want, ok := parseIdentity(up.Detail); ok {
-		if got, err := identityOf(j.r.abs(up.QuarantinePath)); err != nil || got != want {
+	if want, ok := ledger.ParseIdentity(up.Detail); ok {
+		if got, err := ledger.InodeOf(j.r.abs(up.QuarantinePath)); err != nil || got != want {
 			return &StepError{Session: j.session, Step: "check original",
 				Err: fmt.Errorf("%w: %s is not the file the run quarantined (%s)", ErrMissing, up.QuarantinePath, want)}
 		}
@@ -686,8 +686,8 @@ func (j *sessionJob) recordSidecarOut(q string) error {
 // and if not, why.
 func (j *sessionJob) ours() (bool, string) {
 	if j.installed != nil {
-		if want, ok := parseIdentity(j.installed.Detail); ok {
-			got, err := identityOf(j.sidecar)
+		if want, ok := ledger.ParseIdentity(j.installed.Detail); ok {
+			got, err := ledger.InodeOf(j.sidecar)
 			switch {
 			case err != nil || got != want:
 				return false, fmt.Sprintf("the sidecar at %s is not the directory the run installed (%s)%s", j.sidecar, want, j.laterRuns())

@@ -162,7 +162,7 @@ func Cutover(ctx context.Context, p verify.Passed, c CutoverSpec) (CutoverResult
 			return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
 		}
 	}
-	stagingID, err := identityOf(c.StagingDir)
+	stagingID, err := ledger.InodeOf(c.StagingDir)
 	if err != nil {
 		return CutoverResult{}, fmt.Errorf("cutover %s: %w", c.SidecarDir, err)
 	}

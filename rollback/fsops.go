@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"pisess/ledger"
 	"pisess/writers/durable"
 )
 
@@ -24,11 +25,11 @@ func linkDurable(ops durable.Ops, old, new string) error {
 
 // sameFile reports whether a and b name the same file.
 func sameFile(a, b string) (bool, error) {
-	ia, err := identityOf(a)
+	ia, err := ledger.InodeOf(a)
 	if err != nil {
 		return false, err
 	}
-	ib, err := identityOf(b)
+	ib, err := ledger.InodeOf(b)
 	if err != nil {
 		return false, err
 	}

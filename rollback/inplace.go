@@ -62,7 +62,7 @@ func PrepareInPlace(c InPlaceSpec) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	id, err := identityOf(c.SidecarDir)
+	id, err := ledger.InodeOf(c.SidecarDir)
 	if err != nil {
 		return fmt.Errorf("prepare %s: %w", c.SidecarDir, err)
 	}

@@ -92,45 +92,6 @@ func lstatKind(path string) (kind, error) {
 	return kindOther, nil
 }
 
-// identity is a file's device and inode: a rename keeps it, so it tells
-// whether the directory at a path is the one that was renamed there.
-type identity struct{ dev, ino uint64 }
-
-func (id identity) String() string { return fmt.Sprintf("dev=%d ino=%d", id.dev, id.ino) }
-
-func identityOf(path string) (identity, error) {
-	st, err := durable.Lstat(path)
-	if err != nil {
-		return identity{}, err
-	}
-	return identity{uint64(st.Dev), uint64(st.Ino)}, nil
-}
-
-// IdentityNote is what a journal note's detail says of the file at path
-// so that a rollback acts on that file only: "dev=D ino=I", or "" when it
-// cannot be read.
-func IdentityNote(path string) string {
-	id, err := identityOf(path)
-	if err != nil {
-		return ""
-	}
-	return id.String()
-}
-
-// parseIdentity reads the "dev=D ino=I" that identity.String writes into
-// a note's detail; ok is false when the detail holds none.
-func parseIdentity(detail string) (identity, bool) {
-	i := strings.LastIndex(detail, "dev=")
-	if i < 0 {
-		return identity{}, false
-	}
-	var id identity
-	if _, err := fmt.Sscanf(detail[i:], "dev=%d ino=%d", &id.dev, &id.ino); err != nil {
-		return identity{}, false
-	}
-	return id, true
-}
-
 // mkdirQuarantine makes dir, which lies under <tree>/.pisess, with every
 // missing directory between, each 0700 and given to uid:gid when pisess
 // runs as root (pi's user must be able to read back what pisess kept). The

@@ -12,7 +12,6 @@ import (
 	"pisess/ledger"
 	"pisess/readers"
 	"pisess/readers/discover"
-	"pisess/rollback"
 	"pisess/writers/durable"
 	"pisess/writers/upgrade"
 	"pisess/writers/wire"
@@ -213,7 +212,7 @@ func recordUpgrade(opt UpgradeOptions, s discover.Session, journal *ledger.Journ
 		kind := ledger.NoteUpgraded
 		if e.Kind == upgrade.EventRestored {
 			kind = ledger.NoteRestored
-		} else if id := rollback.IdentityNote(e.QuarantinePath); id != "" {
+		} else if id := ledger.IdentityNote(e.QuarantinePath); id != "" {
 			// A rollback restores this very file only.
 			e.Detail += "; the original is " + id
 		}
