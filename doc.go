@@ -25,9 +25,9 @@
 //	scripts/gentree    | a synthetic session tree for benchmarks                                        | -
 //	rollback           | cutover, rollback by run or checkpoint, fsck's repairs, heal, discards         | verify ledger readers/discover readers writers/store writers/durable writers/wire
 //	verify             | read-only checks: findings, statuses, fsck's checks, the fresh cache's verdicts | ledger readers/discover readers/normalize readers/payload readers writers/idgraph writers/store writers/durable writers/wire
+//	writers/upgrade    | the explicit v1/v2 → v3 rewrite of old JSONL sessions, and upgrade's tree run   | ledger readers/discover readers/jsonl readers/normalize readers/payload readers writers/jsjson writers/durable writers/wire
 //	ledger             | the tree's .pisess/: journal, store ledger, lock, runs, prune, quarantine, caches | writers/durable writers/wire
 //	writers            | Stage: a store from a readers.Source into <stem>.v2.staging.<uuid>             | readers writers/store writers/bufpool writers/durable writers/wire
-//	writers/upgrade    | the explicit v1/v2 → v3 rewrite of old JSONL sessions                           | readers/jsonl readers/normalize readers/payload readers writers/jsjson writers/durable writers/wire
 //	readers/discover   | walk a tree; pair sessions with sidecars and leftovers; open the right Source  | readers/jsonl readers/sqlitev1 readers writers/durable writers/wire
 //	readers/nativev2   | a V2 store as a source                                                         | readers/payload readers writers/store writers/wire
 //	readers/sqlitev1   | pi's SQLite sessions                                                           | readers/normalize readers/payload readers/privtmp readers writers/durable

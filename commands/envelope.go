@@ -178,7 +178,7 @@ func (r *run) newEnvelope(code int) envelope {
 		if c := rep.Checkpoint; c != nil {
 			e.Items = append(e.Items, reportItem{Path: c.Store, Action: "rollback-to-checkpoint", Outcome: "ok", Findings: []reportFinding{}})
 		}
-	case engine.UpgradeReport:
+	case upgradeReport:
 		e.CorrelationID, e.DryRun, e.Trees = rep.CorrelationID, rep.DryRun, rep.Trees
 		for _, f := range rep.Files {
 			it := reportItem{Path: f.Path, SourceFormat: "jsonl_v3", Action: "upgrade", Outcome: string(f.Status), Findings: []reportFinding{}}
@@ -246,7 +246,7 @@ func (r *run) newEnvelope(code int) envelope {
 	switch rep := r.value.(type) {
 	case engine.MigrateReport:
 		skipped = rep.Skipped
-	case engine.UpgradeReport:
+	case upgradeReport:
 		skipped = rep.Skipped
 	case engine.StatusReport:
 		skipped = rep.Skipped

@@ -242,7 +242,7 @@ func treeMetrics(rep engine.Report) []metrics.Tree {
 			}
 			ts.of(s.Path).Outcomes[outcome]++
 		}
-	case engine.UpgradeReport:
+	case upgradeReport:
 		ts = treeSet{outcomes: upgradeOutcomes, refused: true}
 		ts.roots(rep.Trees)
 		for _, f := range rep.Files {

@@ -113,7 +113,7 @@ func (r *run) canceled(err error) error {
 		switch rep := r.report.(type) {
 		case engine.MigrateReport:
 			trees = rep.Trees
-		case engine.UpgradeReport:
+		case upgradeReport:
 			trees = rep.Trees
 		}
 		hint = fmt.Sprintf("; what it finished is journaled: run it again to finish, or undo it with `%s`", rollbackHint(r.cid, trees))

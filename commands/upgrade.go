@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -67,7 +69,7 @@ nothing anywhere.`,
 			if err != nil {
 				return err
 			}
-			rep, err := engine.Upgrade(r.log.WithContext(c.Context), engine.UpgradeOptions{
+			rep, err := runUpgrade(r.log.WithContext(c.Context), upgrade.RunOptions{
 				Paths:         c.Args().Slice(),
 				DryRun:        c.Bool("dry-run"),
 				CorrelationID: c.String("correlation-id"),
@@ -90,7 +92,36 @@ nothing anywhere.`,
 	))
 }
 
-func renderUpgrade(w io.Writer, rep engine.UpgradeReport, v view) {
+// upgradeReport is upgrade.Run's report as a command's: its Tally is
+// the exit status's count.
+type upgradeReport struct{ upgrade.RunReport }
+
+// Tally implements engine.Report. Refused, busy, changed and failed files are
+// problems left (exit 4, as migrate counts its sessions); an upgrade is
+// not a repair, so a run that upgraded everything exits 0. A file the
+// reference still cannot migrate after its upgrade is not a problem of
+// the upgrade: migrate will refuse it and say why.
+func (r upgradeReport) Tally() engine.Tally {
+	t := r.Totals
+	return engine.Tally{Problems: t.Refused + t.Busy + t.Changed + t.Failed}
+}
+
+// runUpgrade is upgrade.Run with the defaults and errors of every
+// command: a lock timeout of 0 waits engine.DefaultLockTimeout, and an
+// option Run refuses is a usage error (exit 16).
+func runUpgrade(ctx context.Context, opt upgrade.RunOptions) (upgradeReport, error) {
+	if opt.LockTimeout == 0 {
+		opt.LockTimeout = engine.DefaultLockTimeout
+	}
+	rep, err := upgrade.Run(ctx, opt)
+	var oe *upgrade.OptionError
+	if errors.As(err, &oe) {
+		err = &engine.UsageError{Err: err}
+	}
+	return upgradeReport{rep}, err
+}
+
+func renderUpgrade(w io.Writer, rep upgradeReport, v view) {
 	mode := "upgrade"
 	if rep.DryRun {
 		mode = "upgrade --dry-run (nothing written)"

@@ -1,5 +1,5 @@
 // Package engine is pisess's orchestration: one function per command
-// (Migrate, Fsck, Rollback, Upgrade, Status, Verify, Runs, Prune, Inspect,
+// (Migrate, Fsck, Rollback, Status, Verify, Runs, Prune, Inspect,
 // Build) that decides which library call each step makes, schedules the
 // sessions and returns a typed report. It never prints: package commands
 // renders every report as text or --json and maps (report, error) to the
@@ -26,8 +26,7 @@
 //     settled, the tree's state files saved);
 //   - the other commands' runs: which trees they lock, in what order they
 //     take the sessions, what they journal (fsck.go, heal.go, rollback.go;
-//     upgrade.go runs each tree through upgrade.Tree and keeps its lock
-//     and journal notes), and the ones that make one library call per run
+//     upgrade's whole run is writers/upgrade's, upgrade.Run), and the ones that make one library call per run
 //     (verify.ListStatus, verify.Sidecars, store.Inspect,
 //     writers.BuildOutDir, ledger.Runs, ledger.PruneTrees);
 //   - the typed reports (migrate_report.go and each command's file).

@@ -65,12 +65,27 @@
 // reference's own, and whether this upgrade can help. [Count] totals a
 // run's results.
 //
-// [Tree] is one tree's run: every session in order, the ones the version
-// settles without opening them, the locked ones waited for after all the
-// others; its caller's Begin takes what changing the tree needs (the
-// engine: the tree lock, the journal, the run's records) only when some
-// file needs an upgrade and this is not a dry run, and completes each
-// session's Options (its quarantine path, its journal notes).
+// [Run] is `pisess upgrade`'s run: it walks the paths it is given
+// (readers/discover; a JSONL file discovery skips but pi reads as a
+// session, a header after blank lines or a byte-order mark, is one to
+// upgrade), and runs [Tree] on each tree. [Tree] is one tree's run: every
+// session in order, the ones the version settles without opening them,
+// the locked ones waited for after all the others; its caller's Begin
+// (Run's: the tree lock, the journal, the run's start and end records)
+// is called only when some file needs an upgrade and this is not a dry
+// run, and completes each session's Options (its quarantine path, its
+// journal notes, each naming the quarantined original's device and inode,
+// ledger.IdentityNote, so that a rollback restores that very file). An
+// option Run refuses is an [*OptionError] (commands: exit 16).
+//
+// # What it may touch on disk
+//
+// The session files it upgrades (named on the command line or found in a
+// tree it is given), with their temps and locks beside them (below), and
+// the tree's .pisess/: the tree lock and the journal through package
+// ledger, each original's copy under quarantine/<correlation id>/
+// (ledger.QuarantinePath). Nothing else, and nothing at all in a dry run
+// or in a tree with no file to upgrade (no .pisess/ is created there).
 //
 // # Lines pi would drop, and what pisess does with them
 //
@@ -125,7 +140,7 @@
 //  5. the source must still be the file pass 1 read (same inode, size,
 //     mtime, ctime); else nothing is recorded, the copy and temp are
 //     removed, StatusChanged;
-//  6. Options.Record(EventUpgraded) (the engine appends the journal note)
+//  6. Options.Record(EventUpgraded) (Run appends the journal note)
 //     between upgrade.before-journal and upgrade.after-journal;
 //  7. upgrade.before-rename; the temp is renamed over the original and the
 //     directory fsynced; upgrade.after-rename;
@@ -138,7 +153,11 @@
 // A crash at any step leaves the original or the upgrade in place (never
 // anything else), and a file that is upgraded always has its original in
 // the quarantine and a journal note; a re-run converges (crash_test.go,
-// -tags failpoints). A dry run does all the reading and computing and
+// -tags failpoints). The tree lock is an flock the kernel releases when
+// the run dies, and its holder's text names the dead run to the next one
+// (ledger's crash story); a run's start record with no end record is a run
+// that died (`pisess runs`), and everything it finished is journaled, so
+// `pisess rollback <correlation id>` undoes it as it undoes a whole run. A dry run does all the reading and computing and
 // writes nothing at all; it takes the session lock only when the lock file
 // already exists.
 package upgrade

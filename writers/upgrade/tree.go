@@ -23,7 +23,7 @@ type TreeOptions struct {
 	Options
 	// Begin is called once, before the first session, when some session
 	// needs an upgrade and this is not a dry run: it takes what changing
-	// the tree needs (the engine: the tree lock, the journal and the run's
+	// the tree needs (Run: the tree lock, the journal and the run's
 	// start record) and returns prepare, which completes the Options of
 	// the session sessions[k], and end, called once with the tree's
 	// totals when Tree returns. An error from Begin is Tree's, nothing

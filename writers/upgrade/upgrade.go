@@ -36,7 +36,7 @@ type Options struct {
 	// Ops are the file operations; the zero value is durable.OS.
 	Ops durable.Ops
 	// Tree is the session's tree, QuarantinePath the file the original is
-	// copied to before the rename (the engine: ledger.QuarantinePath);
+	// copied to before the rename (Run: ledger.QuarantinePath);
 	// missing directories from Tree down to it are created. Both are
 	// required unless DryRun.
 	Tree           string

@@ -1,4 +1,4 @@
-package engine
+package upgrade
 
 import (
 	"context"
@@ -13,20 +13,20 @@ import (
 	"pisess/readers"
 	"pisess/readers/discover"
 	"pisess/writers/durable"
-	"pisess/writers/upgrade"
 	"pisess/writers/wire"
 )
 
-// UpgradeOptions configure Upgrade.
-type UpgradeOptions struct {
+// RunOptions configure Run.
+type RunOptions struct {
 	// Paths are session files or trees; none means discover.DefaultRoots.
 	Paths  []string
 	DryRun bool
 	// CorrelationID is the run's id (journal notes, quarantine); "" makes
 	// a new one.
 	CorrelationID string
-	// LockTimeout bounds the wait for each session lock; 0 means
-	// DefaultLockTimeout.
+	// LockTimeout bounds the wait for each session lock (0: each is tried
+	// once). The default is the caller's: commands gives the one every
+	// command waits (engine.DefaultLockTimeout, rollback's).
 	LockTimeout time.Duration
 	// LockWait is how long to wait for a tree lock another run holds
 	// (--lock-wait); 0: exit 32 at once.
@@ -37,43 +37,44 @@ type UpgradeOptions struct {
 	Ops durable.Ops
 }
 
-// UpgradeReport is the result of Upgrade: one upgrade.Result per session
-// found, in discovery order.
-type UpgradeReport struct {
-	CorrelationID string           `json:"correlationId"`
-	DryRun        bool             `json:"dryRun"`
-	Trees         []string         `json:"trees"`
-	Files         []upgrade.Result `json:"files"`
-	Totals        upgrade.Totals   `json:"totals"`
+// RunReport is the result of Run: one Result per session found, in
+// discovery order.
+type RunReport struct {
+	CorrelationID string   `json:"correlationId"`
+	DryRun        bool     `json:"dryRun"`
+	Trees         []string `json:"trees"`
+	Files         []Result `json:"files"`
+	Totals        Totals   `json:"totals"`
 	// Skipped are entries discovery did not take as sessions.
 	Skipped []discover.Skipped `json:"skippedEntries,omitempty"`
 }
 
-// Tally implements Report. Refused, busy, changed and failed files are
-// problems left (exit 4, as migrate counts its sessions); an upgrade is
-// not a repair, so a run that upgraded everything exits 0. A file the
-// reference still cannot migrate after its upgrade is not a problem of
-// the upgrade: migrate will refuse it and say why.
-func (r UpgradeReport) Tally() Tally {
-	t := r.Totals
-	return Tally{Problems: t.Refused + t.Busy + t.Changed + t.Failed}
+// OptionError is a RunOptions value Run refuses to run with (a malformed
+// correlation id, a negative lock timeout): the caller asked wrongly, and
+// commands maps it to exit 16 (usage).
+type OptionError struct{ msg string }
+
+func (e *OptionError) Error() string { return e.msg }
+
+func optionErrorf(format string, a ...any) error {
+	return &OptionError{msg: fmt.Sprintf(format, a...)}
 }
 
-// Upgrade rewrites every version 1 or 2 JSONL session under opt.Paths as
-// version 3 (writers/upgrade), under each tree's lock and each session's
-// lock, quarantining each original and recording an upgraded note in the
-// tree journal, so that `pisess rollback <correlation id>` restores it.
+// Run rewrites every version 1 or 2 JSONL session under opt.Paths as
+// version 3 (Upgrade), under each tree's lock and each session's lock,
+// quarantining each original and recording an upgraded note in the tree
+// journal, so that `pisess rollback <correlation id>` restores it.
 // Sessions that are version 3 are reported as such without being opened;
 // SQLite sessions are skipped. A dry run takes no tree lock and writes
-// nothing anywhere. Errors mean the run could not run (bad option, tree
-// lock held, unreadable tree, interrupted); per-file problems are in the
-// report.
-func Upgrade(ctx context.Context, opt UpgradeOptions) (UpgradeReport, error) {
-	if err := checkUpgradeOptions(&opt); err != nil {
-		return UpgradeReport{}, err
+// nothing anywhere. Errors mean the run could not run (bad option, an
+// *OptionError; tree lock held, unreadable tree, interrupted); per-file
+// problems are in the report.
+func Run(ctx context.Context, opt RunOptions) (RunReport, error) {
+	if err := checkRunOptions(&opt); err != nil {
+		return RunReport{}, err
 	}
 	log := zerolog.Ctx(ctx).With().Str("correlationId", opt.CorrelationID).Logger()
-	rep := UpgradeReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Files: []upgrade.Result{}}
+	rep := RunReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun, Files: []Result{}}
 	trees, err := discover.WalkPaths(ctx, opt.Paths, discover.Options{})
 	if err != nil {
 		return rep, err
@@ -81,12 +82,12 @@ func Upgrade(ctx context.Context, opt UpgradeOptions) (UpgradeReport, error) {
 	for _, t := range trees {
 		rep.Trees = append(rep.Trees, t.Root)
 		t.Sessions = append(t.Sessions, piSessions(&t, &rep)...)
-		if err := upgradeTree(ctx, opt, t, &rep, log); err != nil {
-			rep.Totals = upgrade.Count(rep.Files)
+		if err := runTree(ctx, opt, t, &rep, log); err != nil {
+			rep.Totals = Count(rep.Files)
 			return rep, err
 		}
 	}
-	rep.Totals = upgrade.Count(rep.Files)
+	rep.Totals = Count(rep.Files)
 	if err := ctx.Err(); err != nil {
 		return rep, fmt.Errorf("upgrade interrupted: %w", err)
 	}
@@ -98,11 +99,11 @@ func Upgrade(ctx context.Context, opt UpgradeOptions) (UpgradeReport, error) {
 // which the reference refuses): those are exactly what an upgrade
 // normalizes. Other skipped entries go to rep.Skipped: reported as
 // notices, named on the command line or found in a tree alike.
-func piSessions(t *discover.Tree, rep *UpgradeReport) []discover.Session {
+func piSessions(t *discover.Tree, rep *RunReport) []discover.Session {
 	var out []discover.Session
 	for _, sk := range t.Skipped {
 		if sk.Kind == discover.SkipNotSession && filepath.Ext(sk.Path) == discover.ExtJSONL {
-			if v, err := upgrade.Sniff(sk.Path); err == nil {
+			if v, err := Sniff(sk.Path); err == nil {
 				rel, _ := filepath.Rel(t.Root, sk.Path)
 				out = append(out, discover.Session{Path: sk.Path, Tree: t.Root, Rel: rel,
 					Format: readers.FormatJSONLv3, Version: v, Lock: discover.LockPath(sk.Path)})
@@ -116,17 +117,14 @@ func piSessions(t *discover.Tree, rep *UpgradeReport) []discover.Session {
 	return out
 }
 
-func checkUpgradeOptions(opt *UpgradeOptions) error {
+func checkRunOptions(opt *RunOptions) error {
 	if opt.CorrelationID == "" {
 		opt.CorrelationID = ledger.NewCorrelationID()
 	} else if !ledger.ValidCorrelationID(opt.CorrelationID) {
-		return Usagef("--correlation-id %q: want 8 to 128 characters of A-Z a-z 0-9 . _ : -", opt.CorrelationID)
+		return optionErrorf("--correlation-id %q: want 8 to 128 characters of A-Z a-z 0-9 . _ : -", opt.CorrelationID)
 	}
-	switch {
-	case opt.LockTimeout < 0:
-		return Usagef("--lock-timeout %s: want a positive duration", opt.LockTimeout)
-	case opt.LockTimeout == 0:
-		opt.LockTimeout = DefaultLockTimeout
+	if opt.LockTimeout < 0 {
+		return optionErrorf("--lock-timeout %s: want a positive duration", opt.LockTimeout)
 	}
 	if opt.Ops.OpenFile == nil {
 		opt.Ops = durable.OS
@@ -137,18 +135,18 @@ func checkUpgradeOptions(opt *UpgradeOptions) error {
 	return nil
 }
 
-// upgradeTree upgrades the sessions of one tree (upgrade.Tree). The tree
-// lock is taken (creating .pisess/) only when some session needs an
-// upgrade and this is not a dry run.
-func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *UpgradeReport, log zerolog.Logger) error {
-	sessions := make([]upgrade.Session, len(t.Sessions))
+// runTree upgrades the sessions of one tree (Tree). The tree lock is
+// taken (creating .pisess/) only when some session needs an upgrade and
+// this is not a dry run.
+func runTree(ctx context.Context, opt RunOptions, t discover.Tree, rep *RunReport, log zerolog.Logger) error {
+	sessions := make([]Session, len(t.Sessions))
 	for k, s := range t.Sessions {
-		sessions[k] = upgrade.Session{Path: s.Path, Format: s.Format}
+		sessions[k] = Session{Path: s.Path, Format: s.Format}
 	}
-	res, err := upgrade.Tree(ctx, sessions, upgrade.TreeOptions{
-		Options: upgrade.Options{DryRun: opt.DryRun, LockTimeout: opt.LockTimeout, Ops: opt.Ops},
-		Begin: func() (func(int, *upgrade.Options), func(upgrade.Totals), error) {
-			return beginUpgradeRun(ctx, opt, t, log)
+	res, err := Tree(ctx, sessions, TreeOptions{
+		Options: Options{DryRun: opt.DryRun, LockTimeout: opt.LockTimeout, Ops: opt.Ops},
+		Begin: func() (func(int, *Options), func(Totals), error) {
+			return beginRun(ctx, opt, t, log)
 		},
 		Log: log,
 	})
@@ -156,12 +154,12 @@ func upgradeTree(ctx context.Context, opt UpgradeOptions, t discover.Tree, rep *
 	return err
 }
 
-// beginUpgradeRun takes the tree lock, records the run as its holder and
-// opens the journal, where it writes the run's start record: the run
-// changes the tree from now on (each file before its note). It returns
-// how each session's upgrade records its steps (journal notes of the run)
-// and end, which writes the run's end record and lets the tree go.
-func beginUpgradeRun(ctx context.Context, opt UpgradeOptions, t discover.Tree, log zerolog.Logger) (func(int, *upgrade.Options), func(upgrade.Totals), error) {
+// beginRun takes the tree lock, records the run as its holder and opens
+// the journal, where it writes the run's start record: the run changes
+// the tree from now on (each file before its note). It returns how each
+// session's upgrade records its steps (journal notes of the run) and end,
+// which writes the run's end record and lets the tree go.
+func beginRun(ctx context.Context, opt RunOptions, t discover.Tree, log zerolog.Logger) (func(int, *Options), func(Totals), error) {
 	l, _, err := ledger.LockTreeWait(ctx, opt.Ops, t.Root, opt.LockWait)
 	if err != nil {
 		return nil, nil, fmt.Errorf("upgrade %s: %w", t.Root, err)
@@ -179,18 +177,18 @@ func beginUpgradeRun(ctx context.Context, opt UpgradeOptions, t discover.Tree, l
 	// change to the tree.
 	journal.BeginRun(ledger.RunRecord{CorrelationID: opt.CorrelationID, At: wire.FormatTimestamp(opt.Clock()),
 		Phase: ledger.RunStart, Command: "upgrade", PID: os.Getpid()}, nil)
-	prepare := func(k int, uo *upgrade.Options) { recordUpgrade(opt, t.Sessions[k], journal, uo) }
-	end := func(tot upgrade.Totals) {
-		endUpgradeRun(journal, opt, tot, ctx.Err() != nil, log)
+	prepare := func(k int, uo *Options) { recordSession(opt, t.Sessions[k], journal, uo) }
+	end := func(tot Totals) {
+		endRun(journal, opt, tot, ctx.Err() != nil, log)
 		journal.Close()
 		l.Unlock()
 	}
 	return prepare, end, nil
 }
 
-// endUpgradeRun appends the run's end record for a tree (when it wrote
-// anything there) and syncs the journal.
-func endUpgradeRun(j *ledger.Journal, opt UpgradeOptions, t upgrade.Totals, interrupted bool, log zerolog.Logger) {
+// endRun appends the run's end record for a tree (when it wrote anything
+// there) and syncs the journal.
+func endRun(j *ledger.Journal, opt RunOptions, t Totals, interrupted bool, log zerolog.Logger) {
 	end := ledger.RunRecord{CorrelationID: opt.CorrelationID, At: wire.FormatTimestamp(opt.Clock()), Phase: ledger.RunEnd,
 		Command: "upgrade", Interrupted: interrupted, Totals: t.RunTotals()}
 	err := j.EndRun(end, false)
@@ -202,15 +200,15 @@ func endUpgradeRun(j *ledger.Journal, opt UpgradeOptions, t upgrade.Totals, inte
 	}
 }
 
-// recordUpgrade completes the options of session s's upgrade: its
+// recordSession completes the options of session s's upgrade: its
 // original goes to the run's quarantine, and each of its steps is a
 // journal note of the run.
-func recordUpgrade(opt UpgradeOptions, s discover.Session, journal *ledger.Journal, uo *upgrade.Options) {
-	q := ledger.QuarantinePath(s.Tree, opt.CorrelationID, s.Rel, upgrade.QuarantineKind)
+func recordSession(opt RunOptions, s discover.Session, journal *ledger.Journal, uo *Options) {
+	q := ledger.QuarantinePath(s.Tree, opt.CorrelationID, s.Rel, QuarantineKind)
 	uo.Tree, uo.QuarantinePath = s.Tree, q
-	uo.Record = func(e upgrade.Event) error {
+	uo.Record = func(e Event) error {
 		kind := ledger.NoteUpgraded
-		if e.Kind == upgrade.EventRestored {
+		if e.Kind == EventRestored {
 			kind = ledger.NoteRestored
 		} else if id := ledger.IdentityNote(e.QuarantinePath); id != "" {
 			// A rollback restores this very file only.
