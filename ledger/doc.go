@@ -5,7 +5,7 @@
 // receipt cannot live in the store it removes):
 //
 //	journal.jsonl    the tree journal: every run's events, notes and run records (Journal)
-//	lock             the tree lock: one pisess run per tree (LockTreeWait, LockTreeForCheck, Hold)
+//	lock             the tree lock: one pisess run per tree (LockTreeWait, LockTrees, LockTreeForCheck, Hold)
 //	quarantine/<id>/ what a run moved out of the tree, never deleted (Quarantiner, QuarantinePath)
 //	pruning/         what prune is about to delete (Prune, PruneTrees)
 //	refused.json     the refusal cache: sessions refused, by file identity (RefusalCache, IdentityOf)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"pisess/writers/durable"
 )
 
@@ -131,3 +133,56 @@ func Hold(l *durable.Lock, run string) func() error {
 // IsTreeLocked): it maps to exit status 32, not 8, so that cron can tell
 // "try later" from "broken".
 var ErrTreeLocked = errors.New("session tree is locked by another pisess run")
+
+// LockTree is a tree a run is to lock. Idle: the run has nothing to do in
+// it, so it is locked only when pisess wrote there before (an empty or
+// mistyped directory is left without a .pisess/).
+type LockTree struct {
+	Root string
+	Idle bool
+}
+
+// TreeLocks are the tree locks a run holds, by root. StaleOf is the
+// holder text of each dead run whose lock it took over; Waited names the
+// trees whose lock another run held when first tried.
+type TreeLocks struct {
+	Of      map[string]*durable.Lock
+	StaleOf map[string]string
+	Waited  map[string]bool
+}
+
+// LockTrees takes every tree's lock, or none: a run never works on a tree
+// another run holds (ErrTreeLocked, naming the holder). Each lock is taken
+// the way every changing run does (LockTreeForRepair), waiting up to wait
+// for another run to let go; a lock left by a run that died is taken
+// over, and logged.
+func LockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees []LockTree, wait time.Duration) (TreeLocks, error) {
+	tl := TreeLocks{Of: map[string]*durable.Lock{}, StaleOf: map[string]string{}, Waited: map[string]bool{}}
+	for _, t := range trees {
+		if _, err := os.Lstat(filepath.Join(t.Root, PisessDir)); t.Idle && err != nil {
+			continue
+		}
+		l, stale, err := LockTreeWait(ctx, ops, t.Root, 0)
+		if err != nil && wait > 0 && errors.Is(err, ErrTreeLocked) {
+			tl.Waited[t.Root] = true
+			l, stale, err = LockTreeWait(ctx, ops, t.Root, wait)
+		}
+		if err != nil {
+			tl.Unlock()
+			return TreeLocks{}, fmt.Errorf("lock tree %s: %w", t.Root, err)
+		}
+		if stale != "" {
+			log.Warn().Str("tree", t.Root).Str("holder", stale).Msg("took over the tree lock of a run that died holding it")
+			tl.StaleOf[t.Root] = stale
+		}
+		tl.Of[t.Root] = l
+	}
+	return tl, nil
+}
+
+// Unlock lets every tree go.
+func (tl TreeLocks) Unlock() {
+	for _, l := range tl.Of {
+		_ = l.Unlock()
+	}
+}

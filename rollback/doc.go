@@ -51,6 +51,9 @@
 //   - [Discarder] removes, while a migrate run goes on, the displaced
 //     sidecars it need not keep (pisess built them and the source still
 //     begins with their bytes), each after a synced journal note.
+//   - [RemoveStaging] removes a run's own staging directory when its
+//     session failed, by descriptor; one that cannot be removed yet waits
+//     in [Leftovers] for the end of the run, then for the next run's heal.
 //
 // A displaced sidecar is reproducible when its own ledger's completed
 // event belongs to the run the session's refresh record names for this

@@ -213,3 +213,17 @@ func rel(root, path string) string {
 	}
 	return filepath.ToSlash(r)
 }
+
+// FirstFindings names the first n findings of list, and how many more
+// there are, on one line: what an error message has room for.
+func FirstFindings(list []Finding, n int) string {
+	var parts []string
+	for i, f := range list {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("and %d more", len(list)-n))
+			break
+		}
+		parts = append(parts, f.String())
+	}
+	return strings.Join(parts, "; ")
+}

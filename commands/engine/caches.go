@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sync"
 	"syscall"
 
 	"pisess/ledger"
@@ -13,44 +14,32 @@ import (
 // fresh cache, the refresh records) on goroutines of their own while the
 // walk lists the tree, and plans with them.
 
-// loading is a value read on a goroutine of its own; get waits for it.
-type loading[T any] struct {
-	ready chan struct{}
-	v     T
-}
-
-func startLoading[T any](load func() T) *loading[T] {
-	l := &loading[T]{ready: make(chan struct{})}
-	go func() {
-		l.v = load()
-		close(l.ready)
-	}()
-	return l
-}
-
-func (l *loading[T]) get() T {
-	<-l.ready
-	return l.v
+// loading starts load on a goroutine of its own and returns a function
+// that waits for its value.
+func loading[T any](load func() T) func() T {
+	c := make(chan T, 1)
+	go func() { c <- load() }()
+	return sync.OnceValue(func() T { return <-c })
 }
 
 // treeCaches are a tree's state files, being read.
 type treeCaches struct {
-	refusals *loading[*ledger.RefusalCache]
-	fresh    *loading[*verify.FreshCache]
-	records  *loading[*ledger.RefreshRecords]
+	refusals func() *ledger.RefusalCache
+	fresh    func() *verify.FreshCache
+	records  func() *ledger.RefreshRecords
 }
 
 func loadTreeCaches(root string, j verify.FreshJudges) *treeCaches {
 	return &treeCaches{
-		refusals: startLoading(func() *ledger.RefusalCache { return ledger.LoadRefusalCache(root, isVerdict) }),
-		fresh:    startLoading(func() *verify.FreshCache { return verify.LoadFreshCache(root, j) }),
-		records:  startLoading(func() *ledger.RefreshRecords { return ledger.LoadRefreshRecords(root) }),
+		refusals: loading(func() *ledger.RefusalCache { return ledger.LoadRefusalCache(root, isVerdict) }),
+		fresh:    loading(func() *verify.FreshCache { return verify.LoadFreshCache(root, j) }),
+		records:  loading(func() *ledger.RefreshRecords { return ledger.LoadRefreshRecords(root) }),
 	}
 }
 
 // Header implements discover.Headers from the fresh cache, once read.
 func (c *treeCaches) Header(rel string, key discover.FileKey) (int, bool) {
-	return c.fresh.get().Header(rel, key)
+	return c.fresh().Header(rel, key)
 }
 
 // identityOfKey is the identity of a regular file by its lstat metadata

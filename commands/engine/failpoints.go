@@ -9,33 +9,20 @@ import "pisess/writers/durable"
 // session lock and the cutover, a crash leaves at most a staging directory
 // (pisess's own partial output, which fsck --repair quarantines); from the
 // cutover on, rollback.Cutover's failpoints describe what it leaves.
-const (
-	fpBeforeStage       = "engine.before-stage"        // session locked and fingerprinted, no staging directory yet
-	fpAfterStage        = "engine.after-stage"         // staging store written (not yet durable), staging_copy not yet recorded
-	fpBeforeVerify      = "engine.before-verify"       // staging_copy recorded, staging owned by the session's owner
-	fpAfterVerify       = "engine.after-verify"        // verified, integrity_check recorded
-	fpBeforeSourceState = "engine.before-source-state" // the store's own ledger written, no source-state.json
-	fpAfterSourceState  = "engine.after-source-state"  // clean source-state.json in the staging store, not yet sealed
-	fpAfterStagingSeal  = "engine.after-staging-seal"  // the staging store and the journal so far durable (one syncfs)
-	fpBeforeCutover     = "engine.before-cutover"      // the source's fingerprint re-checked: about to cut over
-	fpAfterCutover      = "engine.after-cutover"       // installed, completed not yet recorded
-	fpAfterCompleted    = "engine.after-completed"     // completed recorded, session lock still held
+var (
+	fpBeforeStage       = durable.Register("engine.before-stage")        // session locked and fingerprinted, no staging directory yet
+	fpAfterStage        = durable.Register("engine.after-stage")         // staging store written (not yet durable), staging_copy not yet recorded
+	fpBeforeVerify      = durable.Register("engine.before-verify")       // staging_copy recorded, staging owned by the session's owner
+	fpAfterVerify       = durable.Register("engine.after-verify")        // verified, integrity_check recorded
+	fpBeforeSourceState = durable.Register("engine.before-source-state") // the store's own ledger written, no source-state.json
+	fpAfterSourceState  = durable.Register("engine.after-source-state")  // clean source-state.json in the staging store, not yet sealed
+	fpAfterStagingSeal  = durable.Register("engine.after-staging-seal")  // the staging store and the journal so far durable (one syncfs)
+	fpBeforeCutover     = durable.Register("engine.before-cutover")      // the source's fingerprint re-checked: about to cut over
+	fpAfterCutover      = durable.Register("engine.after-cutover")       // installed, completed not yet recorded
+	fpAfterCompleted    = durable.Register("engine.after-completed")     // completed recorded, session lock still held
 	// The displaced sidecars of a run's refreshes: the reproducible ones
 	// are removed while the run goes on (rollback.Discarder, whose
 	// failpoint engine.before-discards is), the moves of the kept ones
 	// made durable after its last session (one sync per directory).
-	fpAfterDiscards = "engine.after-discards" // reproducible copies removed, kept ones synced
+	fpAfterDiscards = durable.Register("engine.after-discards") // reproducible copies removed, kept ones synced
 )
-
-func init() {
-	for _, name := range []string{
-		fpBeforeStage, fpAfterStage,
-		fpBeforeVerify, fpAfterVerify,
-		fpBeforeSourceState, fpAfterSourceState, fpAfterStagingSeal,
-		fpBeforeCutover, fpAfterCutover,
-		fpAfterCompleted,
-		fpAfterDiscards,
-	} {
-		durable.Register(name)
-	}
-}

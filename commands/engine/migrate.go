@@ -53,13 +53,11 @@ type MigrateOptions struct {
 	seams *seams
 }
 
-// Migrate migrates every session under opts.Paths (FORMAT.md §1, §8, §11;
-// issue "pisess migrate"): discover, plan, then per session — under the
-// session lock — build a staging store, verify it against the source,
-// write the clean source state and cut it over. Every phase is a ledger
-// event carrying the run's correlation id, in the tree journal and in the
-// store's own ledger. A dry run builds and verifies outside the tree and
-// writes nothing in it.
+// Migrate migrates every session under opt.Paths (FORMAT.md §1, §8, §11):
+// walk, lock and heal, plan, and per session — under its lock — stage,
+// verify, write the clean source state and cut over, every phase a ledger
+// event with the run's correlation id. A dry run builds and verifies
+// outside the tree and writes nothing in it.
 func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 	if err := checkMigrateOptions(&opt); err != nil {
 		return MigrateReport{}, err
@@ -76,8 +74,8 @@ func Migrate(ctx context.Context, opt MigrateOptions) (MigrateReport, error) {
 		return r.rep, err
 	}
 	if !opt.DryRun {
-		locks, healed, err := r.lockAndHeal(ctx, trees)
-		defer unlockAll(locks)
+		healed, err := r.lockAndHeal(ctx, trees)
+		defer r.locks.Unlock()
 		if err != nil {
 			return r.rep, err
 		}
@@ -130,14 +128,12 @@ type migrateRun struct {
 	records  []*ledger.RefreshRecords
 	// env is what the run gives each session's pipeline.
 	env Env
-	// startedAt is when the run began (its start records); staleOf the
-	// holder text of each tree's dead run whose lock it took over;
-	// healedTree the trees where it healed a killed run's leftovers.
+	// startedAt is when the run began (its start records); healedTree
+	// the trees where it healed a killed run's leftovers.
 	startedAt  string
-	staleOf    map[string]string
 	healedTree map[string]bool
-	// lockOf are the tree locks held, by root.
-	lockOf map[string]*durable.Lock
+	// locks are the tree locks held.
+	locks ledger.TreeLocks
 }
 
 func (r *migrateRun) now() time.Time {
@@ -147,13 +143,11 @@ func (r *migrateRun) now() time.Time {
 	return time.Now()
 }
 
-// walk discovers the run's trees. Each tree's caches are read on
-// goroutines of their own from when the walk meets the tree, while it is
-// listed; the walk then takes from the fresh cache the headers of the
-// session files unchanged since a run judged them (a steady tree is
-// walked without opening its sessions). Each tree's generation is taken
-// before its caches are read: the run compares it once it holds the tree
-// lock (lockAndHeal). A walk again reads the caches again.
+// walk discovers the run's trees, reading each tree's state files on
+// goroutines of their own from when the walk meets it; the fresh cache
+// gives the headers of session files unchanged since a run judged them.
+// Each tree's generation is taken before its caches are read, for
+// changedSinceWalk.
 func (r *migrateRun) walk(ctx context.Context) ([]discover.Tree, error) {
 	r.cachesOf, r.generations = map[string]*treeCaches{}, map[string]string{}
 	trees, err := discover.WalkPaths(ctx, r.opt.Paths, discover.Options{Headers: func(root string) discover.Headers {
@@ -163,64 +157,62 @@ func (r *migrateRun) walk(ctx context.Context) ([]discover.Tree, error) {
 		}
 		return r.cachesOf[root]
 	}})
-	if f := r.opt.seams.walkedHook(); f != nil {
-		f()
+	if r.opt.seams.walked != nil {
+		r.opt.seams.walked()
 	}
 	return trees, err
 }
 
-// lockAndHeal takes every tree's lock (the caller releases the locks
-// returned, whatever the error) and heals: what an interrupted run left
-// is finished or undone before planning (issue 12, item 9), so that the
-// next cron run converges with no operator. It returns the trees as they
-// are then.
-//
-// A run plans only from what it sees while it holds the tree locks (issue
-// 34 §1: a run that waited for the lock planned from the walk it made
-// before, refreshed the sidecars the run ahead of it had installed and
-// took that run's staging for leftovers): the trees are walked, and their
-// state files read, again when another run may have worked on one since
-// the walk — its generation moved, or its lock was waited for — and after
-// a heal. A run with nothing to do walks once.
-func (r *migrateRun) lockAndHeal(ctx context.Context, trees []discover.Tree) (map[string]*durable.Lock, []discover.Tree, error) {
-	locks, stale, waited, err := lockTrees(ctx, r.log, r.opt.Ops, trees, r.opt.LockWait)
-	if err != nil {
-		return nil, nil, err
+// lockAndHeal takes every tree's lock (r.locks: the caller releases them,
+// whatever the error) and heals what an interrupted run left, so that the
+// next cron run converges with no operator. A run plans only from what it
+// sees under the locks (issue 34 §1): it walks again when another run may
+// have worked on a tree since the walk, and after a heal. It returns the
+// trees as they are then.
+func (r *migrateRun) lockAndHeal(ctx context.Context, trees []discover.Tree) ([]discover.Tree, error) {
+	var lt []ledger.LockTree
+	for _, t := range trees {
+		if t.SymlinkAncestor == "" { // else nothing will be written there
+			lt = append(lt, ledger.LockTree{Root: t.Root, Idle: len(t.Sessions) == 0 && len(t.Leftovers) == 0})
+		}
 	}
-	r.staleOf, r.lockOf = stale, locks
-	if r.changedSinceWalk(trees, waited) {
+	var err error
+	if r.locks, err = ledger.LockTrees(ctx, r.log, r.opt.Ops, lt, r.opt.LockWait); err != nil {
+		return nil, err
+	}
+	if r.changedSinceWalk(trees) {
 		if trees, err = r.walk(ctx); err != nil {
-			return locks, nil, err
+			return nil, err
 		}
 	}
 	healed := false
 	for _, t := range trees {
-		h, err := heal(ctx, r.log, r.opt, t, stale[t.Root], ledger.Hold(r.lockOf[t.Root], r.opt.CorrelationID))
+		h, err := heal(ctx, r.log, r.opt, t, r.locks.StaleOf[t.Root], ledger.Hold(r.locks.Of[t.Root], r.opt.CorrelationID))
 		if h != nil {
 			r.rep.Healed = append(r.rep.Healed, *h)
 			healed, r.healedTree[t.Root] = true, true
 		}
 		if err != nil {
-			return locks, nil, fmt.Errorf("repair the leftovers of an interrupted run in %s: %w", t.Root, err)
+			return nil, fmt.Errorf("repair the leftovers of an interrupted run in %s: %w", t.Root, err)
 		}
 	}
 	if healed {
 		if trees, err = r.walk(ctx); err != nil {
-			return locks, nil, err
+			return nil, err
 		}
 	}
-	return locks, trees, nil
+	return trees, nil
 }
 
 // changedSinceWalk reports whether another run may have worked on one of
 // trees (all locked) since the walk: its lock was waited for, or its
 // generation is not the one taken before its caches were read.
-func (r *migrateRun) changedSinceWalk(trees []discover.Tree, waited map[string]bool) bool {
+func (r *migrateRun) changedSinceWalk(trees []discover.Tree) bool {
 	for _, t := range trees {
 		if t.SymlinkAncestor != "" {
 			continue // neither locked nor written
 		}
-		if g, ok := r.generations[t.Root]; waited[t.Root] || !ok || g != ledger.Generation(t.Root) {
+		if g, ok := r.generations[t.Root]; r.locks.Waited[t.Root] || !ok || g != ledger.Generation(t.Root) {
 			return true
 		}
 	}
@@ -234,10 +226,8 @@ func (r *migrateRun) closeJournals() {
 }
 
 // makeJobs makes a job of every session of trees, with its tree's journal
-// and state files. The jobs are made first, then planned on goroutines of
-// their own while the first planned are already run (issue 14: the
-// planning of a steady tree is mostly system calls, the runs of its few
-// stale sessions leave a core idle). A job is large: made once, in place.
+// and state files, before any is planned: the jobs are planned while the
+// first planned already run (issue 14). A job is large: made in place.
 func (r *migrateRun) makeJobs(trees []discover.Tree) error {
 	total := 0
 	for _, t := range trees {
@@ -262,7 +252,7 @@ func (r *migrateRun) makeJobs(trees []discover.Tree) error {
 			}
 			// Written with the run's first record in the tree, if any.
 			j.BeginRun(ledger.RunRecord{CorrelationID: r.opt.CorrelationID, At: r.startedAt, Phase: ledger.RunStart,
-				Command: "migrate", PID: os.Getpid()}, ledger.Hold(r.lockOf[t.Root], r.opt.CorrelationID))
+				Command: "migrate", PID: os.Getpid()}, ledger.Hold(r.locks.Of[t.Root], r.opt.CorrelationID))
 			r.journals[t.Root] = j
 		}
 		var cache *ledger.RefusalCache
@@ -272,12 +262,12 @@ func (r *migrateRun) makeJobs(trees []discover.Tree) error {
 			tc = loadTreeCaches(t.Root, r.judges) // the walk meets every tree: not reached
 		}
 		if t.SymlinkAncestor == "" {
-			cache, fc = tc.refusals.get(), tc.fresh.get()
+			cache, fc = tc.refusals(), tc.fresh()
 			r.refusals, r.fresh = append(r.refusals, cache), append(r.fresh, fc)
 		}
 		var rec *ledger.RefreshRecords
 		if j != nil {
-			rec = tc.records.get()
+			rec = tc.records()
 			r.records = append(r.records, rec)
 		}
 		for _, s := range t.Sessions {
@@ -334,8 +324,8 @@ func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
 	}
 	r.env = Env{Clock: opt.Clock, Ops: ops, MaxSegmentBytes: opt.MaxSegmentBytes,
 		LockTimeout: opt.LockTimeout, DryRun: opt.DryRun, Force: opt.Force, Log: r.log,
-		InPlace: !opt.KeepDisplaced && !opt.seams.fullRefreshes(), onOpened: opt.seams.openedHook(),
-		leftovers: &leftovers{ops: ops}}
+		InPlace: !opt.KeepDisplaced && !opt.seams.fullRefresh, onOpened: opt.seams.opened,
+		leftovers: &rollback.Leftovers{Ops: ops}}
 	var dq *rollback.Discarder
 	if !opt.DryRun && !opt.KeepDisplaced {
 		dq = rollback.NewDiscarder(ctx, opt.CorrelationID, func() string { return wire.FormatTimestamp(r.env.now()) })
@@ -364,7 +354,7 @@ func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
 		unfinished.Add(-1)
 		rep.ended(i, res)
 	})
-	r.env.leftovers.retry(r.log)
+	r.env.leftovers.Retry(r.log)
 	<-planReported
 	if dq == nil {
 		return rollback.DiscardResults{}
@@ -387,7 +377,7 @@ func (r *migrateRun) endRuns(interrupted bool) {
 		}
 		end := ledger.RunRecord{CorrelationID: r.opt.CorrelationID, At: wire.FormatTimestamp(r.now()), Phase: ledger.RunEnd,
 			Command: "migrate", Totals: totals(sessions).counts(), Interrupted: interrupted}
-		stale := r.staleOf[root] != ""
+		stale := r.locks.StaleOf[root] != ""
 		if stale || r.healedTree[root] {
 			for _, id := range ledger.UnendedRuns(j) {
 				if id != r.opt.CorrelationID {
@@ -484,6 +474,9 @@ func (r *migrateRun) saveCaches() {
 }
 
 func checkMigrateOptions(opt *MigrateOptions) error {
+	if opt.seams == nil {
+		opt.seams = &seams{}
+	}
 	switch {
 	case opt.MaxSegmentBytes == 0:
 		opt.MaxSegmentBytes = wire.MaxSegmentBytes
@@ -508,48 +501,6 @@ func checkMigrateOptions(opt *MigrateOptions) error {
 		return Usagef("--jobs %d: want a positive number", opt.Jobs)
 	}
 	return nil
-}
-
-// lockTrees takes every tree's lock, or none: a run never works on a tree
-// another run holds (exit 32, naming the holder). It takes each lock the
-// way every changing run does (lockTreeForRepair); a lock left by a run
-// that died is taken over, and logged. waited names the trees whose lock
-// another run held when first tried.
-func lockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees []discover.Tree, wait time.Duration) (locks map[string]*durable.Lock, staleOf map[string]string, waited map[string]bool, _ error) {
-	locks, staleOf, waited = map[string]*durable.Lock{}, map[string]string{}, map[string]bool{}
-	for _, t := range trees {
-		if t.SymlinkAncestor != "" {
-			continue // nothing will be written there
-		}
-		if len(t.Sessions) == 0 && len(t.Leftovers) == 0 {
-			if _, err := os.Lstat(filepath.Join(t.Root, ledger.PisessDir)); err != nil {
-				// Nothing to do in a tree pisess never wrote (an empty or
-				// mistyped directory): leave no .pisess behind.
-				continue
-			}
-		}
-		l, stale, err := ledger.LockTreeWait(ctx, ops, t.Root, 0)
-		if err != nil && wait > 0 && IsTreeLocked(err) {
-			waited[t.Root] = true
-			l, stale, err = ledger.LockTreeWait(ctx, ops, t.Root, wait)
-		}
-		if err != nil {
-			unlockAll(locks)
-			return nil, nil, nil, fmt.Errorf("lock tree %s: %w", t.Root, err)
-		}
-		if stale != "" {
-			log.Warn().Str("tree", t.Root).Str("holder", stale).Msg("took over the tree lock of a run that died holding it")
-			staleOf[t.Root] = stale
-		}
-		locks[t.Root] = l
-	}
-	return locks, staleOf, waited, nil
-}
-
-func unlockAll(locks map[string]*durable.Lock) {
-	for _, l := range locks {
-		_ = l.Unlock()
-	}
 }
 
 // displacedOf is what rollback.Discarder judges a finished session by.

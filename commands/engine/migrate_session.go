@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/google/uuid"
@@ -133,11 +132,10 @@ func (x *session) journalEvents(sync bool, evs ...wire.MigrationEvent) error {
 	return nil
 }
 
-// failed records the failure and returns the result. A source that
-// changed while it was read is one cause wherever the run noticed it
-// (reading, verifying, before the cutover: issue 34 §3): one class, one
-// message, journaled as io_failure with a recoverable outcome ("run
-// again"), and never a refusal the refusal cache would keep.
+// failed journals the failure and returns the result. A source that
+// changed while it was read is one class wherever the run noticed it
+// (issue 34 §3), journaled as a recoverable io_failure ("run again") and
+// never a refusal the refusal cache would keep.
 func (x *session) failed(res SessionResult, class wire.ErrorClass, v wire.Verification, err error) SessionResult {
 	if errors.Is(err, readers.ErrSourceChanged) {
 		if jerr := x.journal(x.event(wire.PhaseFailed, v, wire.OutcomeRecoverableError, wire.ErrorClassIOFailure)); jerr != nil {
@@ -258,7 +256,7 @@ func (x *session) full(ctx context.Context, res SessionResult) SessionResult {
 	res.Verification = &VerificationInfo{EntryCountMatch: v.EntryCountMatch, HashChainMatch: v.HashChainMatch, IndexConsistent: v.IndexConsistent}
 	if err != nil {
 		if errors.Is(err, verify.ErrNotVerified) {
-			err = fmt.Errorf("%w: %s", err, firstFindings(vrep.Findings, 3))
+			err = fmt.Errorf("%w: %s", err, verify.FirstFindings(vrep.Findings, 3))
 			if jerr := x.journal(x.event(wire.PhaseIntegrityCheck, v, wire.OutcomeFatalError, wire.ErrorClassIntegrityMismatch)); jerr != nil {
 				err = fmt.Errorf("%w (and %v)", err, jerr)
 			}
@@ -299,7 +297,7 @@ func (x *session) stagingDir() (staging string, done func(kept bool), err error)
 		if !kept {
 			// A staging directory is pisess's own partial output,
 			// invisible to pi by its name: nothing of the user's is in it.
-			env.removeStaging(staging)
+			rollback.RemoveStaging(env.Ops, env.leftovers, staging, env.Log)
 		}
 		if tmp != nil {
 			if err := tmp.Remove(); err != nil {
@@ -383,11 +381,10 @@ func (x *session) giveToOwner(staging string) (uid, gid int, err error) {
 	return uid, gid, nil
 }
 
-// openSeal opens the session's seal (durable.Seal) on dir, the store
-// about to be written (made first, empty, when create), before the first
-// byte of it is written, so that the seal's syncfs reports the writeback
-// error of any of them, whoever saw it first (issue 32 §4). A seal opened
-// before (by a refresh in place that gave way to a full rebuild) is
+// openSeal opens the session's seal on dir, the store about to be written
+// (made first, empty, when create), before its first byte is written, so
+// that the seal's syncfs reports any of its writeback errors (issue 32
+// §4); a seal opened before (by a refresh in place that gave way) is
 // closed.
 func (x *session) openSeal(dir string, create bool) error {
 	if create {
@@ -414,12 +411,11 @@ func (x *session) openSeal(dir string, create bool) error {
 	return nil
 }
 
-// install is the end of every full build: the staging
-// store's own ledger and clean source state (written, like the store,
-// without fsyncs), one seal, the check that the source is still what was
-// read (unchanged), the cutover, the refresh record and the completed
-// event. installed is set once the staging directory has been renamed
-// into place (the caller must not remove it then).
+// install ends every full build: the staging store's own ledger and clean
+// source state (unsynced, like the store), one seal, the check that the
+// source is unchanged, the cutover, the refresh record and the completed
+// event. *installed is set once the staging directory is in place (the
+// caller must not remove it then).
 func (x *session) install(ctx context.Context, res SessionResult, staging string, passed verify.Passed, v wire.Verification,
 	uid, gid int, unchanged func() error, st writers.StageResult, installed *bool) SessionResult {
 	env, s := x.env, x.s
@@ -553,13 +549,10 @@ func (x *session) sourceFingerprint(src readers.Source, fp *wire.SourceFingerpri
 }
 
 // refusedOrFailed turns the reference's verdict on the session's bytes
-// into a refused result (recorded as a failed event: the run cannot
-// migrate the session) and anything else into a failure of this run: an
-// I/O or resource error, or a lock another process holds, even when a
-// reader reported it as a *readers.RefusedError (readers.AsVerdict), is
-// counted and tried again by the next run, never remembered (issue 32 §2);
-// so is a source that changed while it was read (readers.ErrSourceChanged,
-// issue 34 §3).
+// into a refused result (journaled as a failed event) and anything else
+// into a failure of this run, tried again by the next and never
+// remembered (issue 32 §2): an I/O or resource error, a lock another
+// process holds (readers.AsVerdict), a source that changed while read.
 func (x *session) refusedOrFailed(res SessionResult, err error) SessionResult {
 	if r := readers.AsVerdict(err); r != nil && !errors.Is(err, readers.ErrSourceChanged) {
 		res.Outcome = OutcomeRefused
@@ -574,16 +567,4 @@ func (x *session) refusedOrFailed(res SessionResult, err error) SessionResult {
 		return res
 	}
 	return x.failed(res, wire.ErrorClassIOFailure, wire.Verification{}, err)
-}
-
-func firstFindings(list []verify.Finding, n int) string {
-	var parts []string
-	for i, f := range list {
-		if i == n {
-			parts = append(parts, fmt.Sprintf("and %d more", len(list)-n))
-			break
-		}
-		parts = append(parts, f.String())
-	}
-	return strings.Join(parts, "; ")
 }

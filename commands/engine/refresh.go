@@ -20,12 +20,9 @@ import (
 )
 
 // remember records the sidecar just installed from the source bytes fp
-// describes, st the store as its writer wrote it: a complete record
-// (ledger.RefreshRecord), or nothing when the run keeps no record or a
-// part of it is not known (the store's identity cannot be read, the
-// source was not read as JSONL): the next refresh is then a full one. The
-// digests are the writer's, not read back: the verification read the
-// files and found what was written.
+// describes (ledger.RefreshRecord), or nothing when a part of the record
+// is not known: the next refresh is then a full one. The digests are the
+// writer's: the verification read the files back and found them.
 func (x *session) remember(fp wire.SourceFingerprint, st writers.StageResult) {
 	if x.env.Refresh == nil || x.s.Rel == "" || x.s.Format != readers.FormatJSONLv3 {
 		return
@@ -46,26 +43,15 @@ func (x *session) remember(fp wire.SourceFingerprint, st writers.StageResult) {
 	})
 }
 
-// refreshInPlace refreshes a stale sidecar in time proportional to what
-// the source gained (issue 14: O(appended)), when the record proves the
-// source is the bytes the sidecar was built from followed by whole new
-// lines: under the store mutation lock the sidecar itself is continued
-// (writers.AppendInPlace: checked against the record, every appended
-// entry read and accepted before anything is written; then
-// rollback.PrepareInPlace journals the cutover and that the old sidecar is
-// not kept, and marks it dirty, before its first byte changes), verified
-// (verify.VerifiedAppend), sealed with one shared syncfs that also makes
-// the journal's records durable, and committed by a clean source state
-// (rollback.CommitInPlace). Until that last write pi does not read the
-// sidecar (FORMAT.md §8), so a crash or failure part way leaves a sidecar
-// the next run rebuilds. The result is byte for byte the store a full
-// rebuild writes at the same clock, its ledger included.
-//
-// ok is false whenever it cannot be done (no record or one that does not
-// match, the store mutation lock held, too much appended, a damaged or
-// unverified sidecar, ...): build then rebuilds from the whole source,
-// which the sidecar, dirty if anything was written into it, does not
-// hinder. It runs under the session lock.
+// refreshInPlace continues a stale sidecar where it lies with what its
+// source gained, when the refresh record proves the source is the bytes
+// the sidecar was built from followed by whole new lines (docs/design.md,
+// "The two refresh paths"): writers.AppendInPlace under the store
+// mutation lock, rollback.PrepareInPlace before the first byte changes,
+// verify.VerifiedAppend, one seal, rollback.CommitInPlace. The store is
+// byte for byte the one a full rebuild writes. ok is false whenever it
+// cannot be done: build then rebuilds from the whole source, which a
+// dirty sidecar does not hinder. It runs under the session lock.
 func (x *session) refreshInPlace(ctx context.Context, res SessionResult) (_ SessionResult, ok bool) {
 	env, s := x.env, x.s
 	rec, prefix, ok := x.appendRecord(res)
@@ -252,7 +238,7 @@ func (x *session) verifyAppended(ctx context.Context, res *SessionResult, ar wri
 			// A session of a tree this run walked (discover).
 			AncestorsWalked: s.Rel != ""}})
 	if err != nil {
-		env.Log.Warn().Str("session", s.Path).Err(err).Str("findings", firstFindings(vrep.Findings, 3)).
+		env.Log.Warn().Str("session", s.Path).Err(err).Str("findings", verify.FirstFindings(vrep.Findings, 3)).
 			Msg("refresh in place not verified: full rebuild")
 		return verify.Passed{}, none, nil
 	}

@@ -18,11 +18,7 @@ import (
 	"pisess/writers/durable"
 )
 
-// The schedule of a migrate run: the jobs and their order, the planners
-// (planInto), the pipeline that runs the sessions with reading, light and
-// staging places (runJobs, buildSlot), what a session's flow is given of
-// its run (Env), and the order sessions are reported in (sessionReporter).
-// doc.go's "The schedule" says why it is shaped so.
+// The schedule of a migrate run (docs/design.md, "The schedule").
 
 // Env is what the per-session pipeline needs from its run.
 type Env struct {
@@ -59,53 +55,9 @@ type Env struct {
 	// onOpened, when set (a test's seams.opened), is called with the
 	// session's path when its source has had its first pass.
 	onOpened func(path string)
-	// leftovers, when set, holds the staging directories a session could
-	// not remove (EMFILE, EIO): the run tries again once every session
-	// has ended (retryRemovals).
-	leftovers *leftovers
-}
-
-// leftovers are directories of pisess's own (staging stores) that a
-// session failed to remove.
-type leftovers struct {
-	ops   durable.Ops
-	mu    sync.Mutex
-	paths []string
-}
-
-// removeStaging removes a staging directory of the session's; one that
-// cannot be removed now is left for the end of the run (Env.leftovers),
-// and, failing that, for the next run's heal (rollback.StagingPath names
-// it after a migration the journal planned).
-func (e Env) removeStaging(path string) {
-	// By descriptor: a parent swapped for a symlink is never followed.
-	err := e.Ops.RemoveAll(path)
-	if err == nil {
-		return
-	}
-	e.Log.Debug().Err(err).Str("staging", path).Msg("staging directory not removed: tried again at the end of the run")
-	if e.leftovers != nil {
-		e.leftovers.mu.Lock()
-		e.leftovers.paths = append(e.leftovers.paths, path)
-		e.leftovers.mu.Unlock()
-	}
-}
-
-// retry removes the directories left, once the sessions that held the
-// run's descriptors have ended; what still cannot be removed is logged
-// and left for the next run's heal.
-func (l *leftovers) retry(log zerolog.Logger) {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, p := range l.paths {
-		if err := l.ops.RemoveAll(p); err != nil {
-			log.Warn().Err(err).Str("staging", p).Msg("staging directory left: the next run's heal quarantines it")
-		}
-	}
-	l.paths = nil
+	// leftovers, when set, keeps the staging directories a session could
+	// not remove, for the end of the run.
+	leftovers *rollback.Leftovers
 }
 
 // opened tells runJobs the session's source has had its first pass: it
@@ -150,15 +102,10 @@ func (e Env) aside(wait func()) {
 	}
 }
 
-// buildSlot is one session's place in runJobs' pipeline. With --jobs n,
-// n sessions have their source read (the first pass: links and
-// fingerprint), n are staged, and the rest are verified and installed:
-// the three overlap, so that even --jobs 1 keeps both cores of a small
-// machine busy (issue 14). A session holds its reading slot until it has
-// a staging slot, so at most n first passes are held in memory. n more
-// reading places are for small refreshes in place (lightRefresh), whose
-// reading holds a few megabytes at most: the steady refresh of cron is
-// mostly their reading (the record's prefix read and hashed, the rows).
+// buildSlot is one session's place in runJobs' pipeline: a reading place
+// (full, or light for a small refresh in place), held until it has a
+// staging place, so at most n first passes are held in memory; then the
+// staging place, freed once the store is written (docs/design.md).
 type buildSlot struct {
 	// reading is the reading place taken for the session (a full one,
 	// or a light one); fullReading are the full ones (full).
@@ -285,17 +232,13 @@ type job struct {
 	fromCache   bool
 }
 
-// planInto calls plan(i), which plans jobs[i], for every job, on as many
-// goroutines as there are CPUs, taking the jobs in order, and closes
-// ready[i] (when ready is not nil) once jobs[i] is planned. Once busy is
-// closed (the run's first session has started), one goroutine plans the
-// rest: planning is far ahead of the sessions, and its system calls on
-// every CPU kept the sessions waiting for one (issue 14: a steady refresh
-// 0.71 → 0.52 s, and 0.25 s less CPU, in alternating runs; a run with
-// nothing to do keeps every planner). Once ctx is done the jobs not
-// planned yet are left unplanned (their plan's action is ""), each ready[i]
-// closed all the same: an interrupt stops the planning at once (issue 34
-// §4), and the run reports those sessions as not started.
+// planInto plans every job (plan(i)) on as many goroutines as there are
+// CPUs, in order, closing ready[i] (if ready is not nil) once jobs[i] is
+// planned. Once busy is closed (the first session started), one goroutine
+// plans the rest: planners on every CPU kept the sessions waiting (issue
+// 14: a steady refresh 0.71 → 0.52 s). Once ctx is done the rest are left
+// unplanned (action ""), each ready[i] closed all the same: the run
+// reports them as not started (issue 34 §4).
 func planInto(ctx context.Context, jobs []job, ready []chan struct{}, busy <-chan struct{}, plan func(i int)) {
 	workers := min(max(tune.CPUs(), 2), len(jobs))
 	var next atomic.Int64

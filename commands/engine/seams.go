@@ -1,16 +1,17 @@
 package engine
 
 import (
-	"pisess/verify"
 	"time"
+
+	"pisess/verify"
 )
 
 // seams are the parts of a run a test replaces, given with the run's
 // options (MigrateOptions.seams) rather than set in package variables, so
-// that tests of the engine can run in parallel. nil is a run's own.
+// that tests of the engine can run in parallel. A zero field is a run's
+// own.
 type seams struct {
-	// judges replace the fresh cache's checks; a nil function (or a zero
-	// racy window) is the default's (verify.DefaultFreshJudges).
+	// judges replace the fresh cache's checks (verify.FreshJudges.OrDefault).
 	judges verify.FreshJudges
 	// opened is called with a session's path when its source has had its
 	// first pass.
@@ -26,9 +27,6 @@ type seams struct {
 	fullRefresh bool
 }
 
-// fullRefreshes is seams.fullRefresh.
-func (s *seams) fullRefreshes() bool { return s != nil && s.fullRefresh }
-
 // freshJudges returns the fresh cache's checks: the test's where it gave
 // them, else the defaults.
 func (s *seams) freshJudges() verify.FreshJudges {
@@ -41,24 +39,8 @@ func (s *seams) freshJudges() verify.FreshJudges {
 // linger is how long a session's seal waits for others to share its
 // syncfs (durable.SyncGroup.Linger).
 func (s *seams) linger() time.Duration {
-	if s != nil && s.noLinger {
+	if s.noLinger {
 		return 0
 	}
 	return sealLinger
-}
-
-// openedHook is seams.opened, nil when none.
-func (s *seams) openedHook() func(path string) {
-	if s == nil {
-		return nil
-	}
-	return s.opened
-}
-
-// walkedHook is seams.walked, nil when none.
-func (s *seams) walkedHook() func() {
-	if s == nil {
-		return nil
-	}
-	return s.walked
 }

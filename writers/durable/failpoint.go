@@ -33,13 +33,14 @@ var registry = struct {
 	names map[string]bool
 }{names: map[string]bool{}}
 
-// Register declares a failpoint name; call it from an init function of the
-// package that calls [Failpoint] with that name, so that [KnownFailpoints]
-// lists it and the crash harness tests it. Names follow
+// Register declares a failpoint name and returns it; call it from an init
+// function or a package variable's declaration in the package that calls
+// [Failpoint] with that name, so that [KnownFailpoints] lists it and the
+// crash harness tests it. Names follow
 // <area>.<before|after>-<step> (lower case, digits and '-' in the step).
 // An invalid or duplicate name panics: both are programming errors that
 // would otherwise leave a crash point untested.
-func Register(name string) {
+func Register(name string) string {
 	if err := checkFailpointName(name); err != nil {
 		panic(err)
 	}
@@ -49,6 +50,7 @@ func Register(name string) {
 		panic(fmt.Sprintf("durable: failpoint %q registered twice", name))
 	}
 	registry.names[name] = true
+	return name
 }
 
 // KnownFailpoints returns every registered failpoint name, sorted: the
