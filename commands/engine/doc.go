@@ -1,9 +1,9 @@
 // Package engine is pisess's orchestration: one function per command
-// (Migrate, Fsck, Rollback, Upgrade, Status, Verify, Runs, Prune, Inspect,
-// Build) that decides which library call each step makes, schedules the
-// sessions and returns a typed report. It never prints: package commands
-// renders every report as text or --json and maps (report, error) to the
-// exit code.
+// (Migrate, Upgrade; package commands calls the libraries for the others,
+// fsck's rebuilds through FsckRebuild) that decides which library call
+// each step makes, schedules the sessions and returns a typed report. It
+// never prints: package commands renders every report as text or --json
+// and maps (report, error) to the exit code.
 //
 // What it holds itself:
 //

@@ -151,11 +151,11 @@ func TestUpgradeRun(t *testing.T) {
 	}
 
 	// The rollback of the run restores the originals byte for byte.
-	rb, err := Rollback(ctx, RollbackOptions{CorrelationID: cid, Trees: []string{tree}})
+	rb, err := rollbackTree(ctx, tree, cid, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rb.Tally().Left() != 0 {
+	if rollbackProblems(rb) != 0 {
 		t.Fatalf("rollback: %+v", rb)
 	}
 	for p, content := range originals {
