@@ -70,7 +70,7 @@ type reportError struct {
 	Line    int64  `json:"line,omitempty"`
 }
 
-// newEnvelope wraps the engine's report of the command that ran.
+// newEnvelope wraps the report of the command that ran.
 func (r *run) newEnvelope(code int) envelope {
 	e := envelope{
 		Schema: ReportSchema, Command: r.command, CorrelationID: r.cid,
