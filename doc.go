@@ -16,7 +16,7 @@
 //
 //	package            | holds                                                                          | may import
 //	main               | the process: knobs first, a signal-cancelled context, os.Exit(commands.Main)   | commands
-//	commands           | the urfave/cli app: flags → options → one engine call → text or --json; exit  | commands/engine commands/metrics commands/tune ledger readers/discover verify writers/upgrade writers/wire
+//	commands           | the urfave/cli app: flags → options → one library call → text or --json; exit | commands/engine commands/metrics commands/tune rollback verify ledger writers writers/upgrade readers/discover writers/store writers/durable writers/wire
 //	commands/engine    | orchestration: plan, schedule (jobs, places, lock waits), the per-session flow | commands/tune rollback verify ledger writers writers/upgrade readers/discover readers/jsonl readers/normalize readers/privtmp readers writers/store writers/durable writers/wire
 //	commands/tune      | the runtime knobs, each with the measurement that keeps it; the CPUs (--jobs)  | -
 //	commands/metrics   | the --metrics-file document: Prometheus text format, written atomically        | -
@@ -51,6 +51,10 @@
 // fsck findings; the fresh cache's entries are verdicts to judge), and
 // rollback reads readers/discover (fsck's repairs list a session's
 // leftovers again and read its header), so that their code moved from
-// engine whole; commands still reads ledger, verify, readers/discover,
-// writers/upgrade and writers/wire for what it prints.
+// engine whole; and, as restic's cmd_check.go over internal/checker,
+// commands calls the owning package itself for status and verify
+// (verify), runs and prune (ledger), rollback and fsck (rollback; fsck's
+// rebuilds go through engine.FsckRebuild, migrate's pipeline), inspect
+// (writers/store) and build (writers), so that engine orchestrates
+// migrate only.
 package main

@@ -1,8 +1,10 @@
 // Package commands is pisess's command line: a urfave/cli/v2 app whose
-// commands turn flags into options, make one engine call, and render the
-// typed report as text or as one JSON object, both on stdout (logs,
-// progress and errors go to stderr). Main returns
-// the exit status; nothing here calls os.Exit.
+// commands turn flags into options, make one call (migrate and upgrade
+// into engine, the others into the package that owns their work: each
+// command's file holds its options, report and run function), and render
+// the typed report as text or as one JSON object, both on stdout (logs,
+// progress and errors go to stderr). Main returns the exit status; nothing
+// here calls os.Exit.
 package commands
 
 import (
@@ -154,7 +156,7 @@ type run struct {
 
 	// set by the command's action
 	json   bool          // --json was given
-	report engine.Report // nil until the engine returned
+	report engine.Report // nil until the command's run returned
 	text   func(w io.Writer)
 	value  any // what --json prints on success
 

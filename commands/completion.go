@@ -123,7 +123,7 @@ func complete(app *cli.App, words []string) (out []candidate, files bool) {
 // each with its command and start time; what cannot be read offers
 // nothing.
 func runCandidates(trees []string, cur string) []candidate {
-	rep, err := engine.Runs(context.Background(), engine.RunsOptions{Paths: trees})
+	rep, err := runRuns(context.Background(), runsOptions{Paths: trees})
 	if err != nil {
 		return nil
 	}

@@ -1,7 +1,10 @@
 package commands
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"pisess/commands/engine"
 	"pisess/commands/metrics"
+	"pisess/fixtures"
 )
 
 func TestConventions(t *testing.T) {
@@ -200,6 +205,23 @@ func TestKeepWithinUnits(t *testing.T) {
 	}
 	if r := pisess(t, "prune", "--keep-within", "5s", root); r.code != ExitUsage || !strings.Contains(r.stderr, "30d, 2w, 1y2m") {
 		t.Errorf("prune --keep-within 5s: %s", r)
+	}
+}
+
+// TestRunPruneWantsAWindow: runPrune itself refuses a window that is not
+// positive, as a usage error, before it touches a tree (the command line
+// refuses it earlier; this guards every other caller).
+func TestRunPruneWantsAWindow(t *testing.T) {
+	root, _ := placeSession(t, exampleSession, "s.jsonl")
+	before := fixtures.TreeDigest(t, root)
+	for _, keep := range []time.Duration{0, -time.Hour} {
+		var u *engine.UsageError
+		if _, err := runPrune(context.Background(), pruneOptions{Paths: []string{root}, KeepWithin: keep}); !errors.As(err, &u) {
+			t.Errorf("prune with --keep-within %v ran: %v", keep, err)
+		}
+	}
+	if after := fixtures.TreeDigest(t, root); !maps.Equal(before, after) {
+		t.Error("a refused prune changed the tree")
 	}
 }
 

@@ -20,7 +20,6 @@ import (
 	"sync"
 	"testing"
 
-	"pisess/commands/engine"
 	"pisess/fixtures"
 	"pisess/readers/discover"
 	"pisess/verify"
@@ -132,9 +131,9 @@ func crashNotRolledBack(rel string) bool {
 }
 
 // crashRollbackReport decodes the report of `pisess rollback --json`.
-func crashRollbackReport(tb testing.TB, out crashOut) engine.RollbackReport {
+func crashRollbackReport(tb testing.TB, out crashOut) rollbackReport {
 	tb.Helper()
-	var rep engine.RollbackReport
+	var rep rollbackReport
 	if err := json.Unmarshal(detail(tb, out.stdout), &rep); err != nil {
 		tb.Fatalf("rollback --json printed no report (%v): %s", err, out)
 	}

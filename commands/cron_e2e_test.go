@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"pisess/commands/engine"
 	"pisess/fixtures"
 	"pisess/fixtures/pi"
 	"pisess/fixtures/trees"
@@ -159,7 +158,7 @@ func TestCronEndToEnd(t *testing.T) {
 
 	// runs: the first run and one per refresh; the no-op runs left no trace.
 	rr := pisess(t, "runs", "--json")
-	var runs engine.RunsReport
+	var runs runsReport
 	if rr.code != ExitClean || json.Unmarshal(detail(t, rr.stdout), &runs) != nil || len(runs.Trees) != 1 {
 		t.Fatalf("runs: %s", rr)
 	}
@@ -179,7 +178,7 @@ func TestCronEndToEnd(t *testing.T) {
 	// prune: with a window holding every run nothing goes; a day later, a
 	// dry run lists all and removes nothing, a real one removes all; cron
 	// goes on as a no-op.
-	var inside engine.PruneReport
+	var inside pruneReport
 	if p := pisess(t, "prune", "--json", "--keep-within", "1h"); p.code != ExitClean || json.Unmarshal(detail(t, p.stdout), &inside) != nil ||
 		len(inside.Trees[0].Runs) != 0 || inside.Trees[0].KeptRuns != 1+cycles {
 		t.Fatalf("prune inside the window: %s", p)
@@ -187,7 +186,7 @@ func TestCronEndToEnd(t *testing.T) {
 	t.Setenv(EnvClock, time.Now().Add(48*time.Hour).UTC().Format(time.RFC3339))
 	before := fixtures.TreeDigest(t, tree)
 	dry := pisess(t, "prune", "--json", "--dry-run", "--keep-within", "24h")
-	var pr engine.PruneReport
+	var pr pruneReport
 	if dry.code != ExitClean || json.Unmarshal(detail(t, dry.stdout), &pr) != nil || len(pr.Trees[0].Runs) != 1+cycles {
 		t.Fatalf("prune --dry-run: %s", dry)
 	}
@@ -203,7 +202,7 @@ func TestCronEndToEnd(t *testing.T) {
 	if size := journalSize(); size != 0 {
 		t.Fatalf("the journal holds %d bytes after pruning every run", size)
 	}
-	var after engine.RunsReport
+	var after runsReport
 	if rr := pisess(t, "runs", "--json"); json.Unmarshal(detail(t, rr.stdout), &after) != nil || len(after.Trees[0].Runs) != 0 {
 		t.Fatalf("runs after prune: %s", rr)
 	}

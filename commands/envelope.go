@@ -70,7 +70,7 @@ type reportError struct {
 	Line    int64  `json:"line,omitempty"`
 }
 
-// newEnvelope wraps the engine's report of the command that ran.
+// newEnvelope wraps the report of the command that ran.
 func (r *run) newEnvelope(code int) envelope {
 	e := envelope{
 		Schema: ReportSchema, Command: r.command, CorrelationID: r.cid,
@@ -81,7 +81,7 @@ func (r *run) newEnvelope(code int) envelope {
 	}
 	value := r.value
 	if ij, ok := value.(inspectJSON); ok {
-		value = ij.InspectReport // inspect's document wraps its report
+		value = ij.inspectReport // inspect's document wraps its report
 	}
 	switch rep := value.(type) {
 	case engine.MigrateReport:
@@ -94,7 +94,7 @@ func (r *run) newEnvelope(code int) envelope {
 			e.Items = append(e.Items, it)
 		}
 		e.Totals = migrateTotals(rep)
-	case engine.StatusReport:
+	case statusReport:
 		for _, t := range rep.Trees {
 			e.Trees = append(e.Trees, t.Root)
 		}
@@ -110,7 +110,7 @@ func (r *run) newEnvelope(code int) envelope {
 		}
 		e.Totals = classCounts(rep.Totals)
 		e.Totals["sessions"] = int64(len(rep.Sessions))
-	case engine.VerifyReport:
+	case verifyReport:
 		e.Trees = rep.Trees
 		for _, s := range rep.Sessions {
 			it := reportItem{Path: s.Path, SourceFormat: s.SourceFormat, Findings: []reportFinding{}}
@@ -134,7 +134,7 @@ func (r *run) newEnvelope(code int) envelope {
 		}
 		e.Totals = counts("sessions", len(rep.Sessions), "verified", rep.Verified, "stale", rep.Stale, "failed", rep.Failed,
 			"skipped", len(rep.Sessions)-rep.Verified-rep.Stale-rep.Failed)
-	case engine.FsckReport:
+	case fsckReport:
 		e.CorrelationID = rep.CorrelationID
 		for _, t := range rep.Trees {
 			e.Trees = append(e.Trees, t.Root)
@@ -154,7 +154,7 @@ func (r *run) newEnvelope(code int) envelope {
 		for k, v := range counts("sessions", t.Sessions, "problems", t.Problems, "repaired", t.Repaired, "left", t.Left, "notices", t.Notices) {
 			e.Totals[k] = v
 		}
-	case engine.RollbackReport:
+	case rollbackReport:
 		e.CorrelationID, e.DryRun = rep.CorrelationID, rep.DryRun
 		n := map[string]int{}
 		for _, s := range rep.Sessions {
@@ -195,7 +195,7 @@ func (r *run) newEnvelope(code int) envelope {
 		e.Totals = counts("files", t.Files, "upgraded", t.Upgraded, "wouldUpgrade", t.Planned, "alreadyV3", t.Current,
 			"skipped", t.Skipped, "refused", t.Refused, "busy", t.Busy, "changed", t.Changed, "failed", t.Failed,
 			"notMigratable", t.NotMigratable, "skippedEntries", len(rep.Skipped))
-	case engine.InspectReport:
+	case inspectReport:
 		it := reportItem{Path: rep.Store, Class: "store", Findings: []reportFinding{}}
 		for _, p := range rep.Problems {
 			it.Findings = append(it.Findings, reportFinding{Code: "store." + p.Class, Path: p.File, Line: p.Line, Detail: p.Detail})
@@ -205,11 +205,11 @@ func (r *run) newEnvelope(code int) envelope {
 		e.Totals = counts("problems", len(rep.Problems), "entries", int(c.Entries), "messages", int(c.Messages), "branches", int(c.Branches),
 			"compactions", int(c.Compactions), "segments", int(c.Segments), "checkpoints", int(c.Checkpoints), "ledgerEvents", int(c.LedgerEvents))
 		e.Totals["bytes"] = int64(c.Bytes)
-	case engine.BuildReport:
+	case buildReport:
 		e.Items = append(e.Items, reportItem{Path: rep.Session, SourceFormat: rep.SourceFormat, Action: "build", Outcome: "ok", Findings: []reportFinding{}})
 		e.Totals = counts("entries", int(rep.Entries), "segments", int(rep.Segments))
 		e.Totals["bytes"] = int64(rep.Bytes)
-	case engine.RunsReport:
+	case runsReport:
 		runs, rolled := 0, 0
 		for _, t := range rep.Trees {
 			e.Trees = append(e.Trees, t.Root)
@@ -224,7 +224,7 @@ func (r *run) newEnvelope(code int) envelope {
 			}
 		}
 		e.Totals = counts("runs", runs, "rolledBack", rolled)
-	case engine.PruneReport:
+	case pruneReport:
 		e.DryRun = rep.DryRun
 		var runs, entries, lines int
 		var bytes int64
@@ -248,11 +248,11 @@ func (r *run) newEnvelope(code int) envelope {
 		skipped = rep.Skipped
 	case upgradeReport:
 		skipped = rep.Skipped
-	case engine.StatusReport:
+	case statusReport:
 		skipped = rep.Skipped
-	case engine.VerifyReport:
+	case verifyReport:
 		skipped = rep.Skipped
-	case engine.FsckReport:
+	case fsckReport:
 		for _, t := range rep.Trees {
 			skipped = append(skipped, t.Skipped...)
 		}

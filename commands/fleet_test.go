@@ -16,7 +16,6 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"pisess/commands/engine"
 	"pisess/commands/metrics"
 	"pisess/fixtures"
 	"pisess/readers/discover"
@@ -358,7 +357,7 @@ func (f fleet) checkFleetMetrics(t *testing.T, exit int) map[string]*dto.MetricF
 	}
 	for _, a := range f.accounts[:2] {
 		r := pisess(t, "status", "--json", a.tree())
-		var st engine.StatusReport
+		var st statusReport
 		if err := json.Unmarshal(detail(t, r.stdout), &st); err != nil {
 			t.Fatalf("status: %v\n%s", err, r)
 		}

@@ -1,14 +1,22 @@
 package commands
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
 	"pisess/commands/engine"
+	"pisess/commands/tune"
+	"pisess/ledger"
+	"pisess/readers/discover"
+	"pisess/rollback"
 	"pisess/verify"
+	"pisess/writers/durable"
 )
 
 func fsckCommand(r *run) *cli.Command {
@@ -78,7 +86,7 @@ fsck --repair makes.`,
 				return err
 			}
 			var bar Progress = noProgress{}
-			rep, err := engine.Fsck(r.log.WithContext(c.Context), engine.FsckOptions{
+			rep, err := runFsck(r.log.WithContext(c.Context), fsckOptions{
 				Paths:  c.Args().Slice(),
 				Repair: c.Bool("repair"),
 				Jobs:   c.Int("jobs"),
@@ -111,7 +119,90 @@ fsck --repair makes.`,
 	))
 }
 
-func renderFsck(w io.Writer, rep engine.FsckReport, v view) {
+// fsckOptions configure runFsck. Repair, LockTimeout (0:
+// rollback.DefaultLockTimeout), LockWait (--lock-wait; 0: exit 32 at
+// once), Clock (nil: the wall clock), Ops and Progress are rollback.Fsck's.
+type fsckOptions struct {
+	// Paths are session files or trees; none means discover.DefaultRoots.
+	Paths  []string
+	Repair bool
+	// Jobs is how many sessions are checked (and repaired) at once; 0
+	// means the number of CPUs the process may use (tune.CPUs).
+	Jobs int
+	// CorrelationID is the run's id for --repair (journal notes, the
+	// quarantine directory); "" generates one.
+	CorrelationID string
+	LockTimeout   time.Duration
+	LockWait      time.Duration
+	Clock         func() time.Time
+	Ops           durable.Ops
+	Progress      func(done, total int)
+}
+
+// runFsck checks every session under opt.Paths the way e2fsck checks a
+// file system, tree by tree under each tree's lock, and with opt.Repair
+// mends what can be mended and checks again (rollback.Fsck says what it
+// finds and how it repairs; the rebuilds go through the migrate pipeline,
+// engine.FsckRebuild).
+//
+// The report's Tally gives the exit status (exit.go; the values are fsck
+// --help's): 0 clean, 1 problems found and all repaired, 4 problems left,
+// never combined as bits. An error means fsck could not run:
+// engine.ErrTreeLocked in its chain (exit 32) when another pisess run
+// holds a tree's lock, anything else exit 8. Notices do not count: a
+// source the reference refuses (pi keeps using it as JSONL), a stale
+// sidecar (pi reads the session file until a refresh;
+// verify.FsckFinding's Notice).
+func runFsck(ctx context.Context, opt fsckOptions) (fsckReport, error) {
+	roots := opt.Paths
+	if len(roots) == 0 {
+		var err error
+		if roots, err = discover.DefaultRoots(); err != nil {
+			return fsckReport{}, err
+		}
+	}
+	trees, err := discover.Walk(roots)
+	if err != nil {
+		return fsckReport{}, fmt.Errorf("fsck: %w", err)
+	}
+	r := &rollback.Fsck{Repair: opt.Repair, Jobs: opt.Jobs, LockTimeout: opt.LockTimeout, LockWait: opt.LockWait,
+		Clock: opt.Clock, Ops: opt.Ops, Log: zerolog.Ctx(ctx), Progress: opt.Progress}
+	if r.Jobs <= 0 {
+		r.Jobs = tune.CPUs()
+	}
+	r.Rebuild = engine.FsckRebuild(r)
+	rep := fsckReport{Repair: opt.Repair}
+	if opt.Repair {
+		rep.CorrelationID = opt.CorrelationID
+		if rep.CorrelationID == "" {
+			rep.CorrelationID = ledger.NewCorrelationID()
+		} else if !ledger.ValidCorrelationID(rep.CorrelationID) {
+			return fsckReport{}, engine.Usagef("correlation id %q does not match ^[A-Za-z0-9._:-]{8,128}$", rep.CorrelationID)
+		}
+		r.CorrelationID = rep.CorrelationID
+	}
+	rep.Trees, err = r.Run(ctx, trees)
+	rep.Totals = verify.SumFsck(rep.Trees)
+	return rep, err
+}
+
+// fsckReport is what runFsck found and, with Repair, did.
+type fsckReport struct {
+	// CorrelationID is the run's id, which every journal note of its
+	// repairs carries and the quarantine directory is named after; "" for
+	// a check without --repair (which writes nothing).
+	CorrelationID string            `json:"correlationId,omitempty"`
+	Repair        bool              `json:"repair"`
+	Trees         []verify.FsckTree `json:"trees"`
+	Totals        verify.FsckTotals `json:"totals"`
+}
+
+// Tally counts the problems (notices excluded) and those repaired.
+func (r fsckReport) Tally() engine.Tally {
+	return engine.Tally{Problems: r.Totals.Problems, Repaired: r.Totals.Repaired}
+}
+
+func renderFsck(w io.Writer, rep fsckReport, v view) {
 	mode := "fsck (read-only)"
 	if rep.Repair {
 		mode = "fsck --repair: correlation id " + rep.CorrelationID

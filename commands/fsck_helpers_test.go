@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"pisess/commands/engine"
 	"pisess/fixtures"
 	"pisess/verify"
 )
@@ -51,10 +50,10 @@ func (tr fsckTree) copies(tb testing.TB, names ...string) string {
 }
 
 // fsckJSON runs pisess fsck --json [args] root and decodes its report.
-func fsckJSON(tb testing.TB, root string, args ...string) (int, engine.FsckReport, result) {
+func fsckJSON(tb testing.TB, root string, args ...string) (int, fsckReport, result) {
 	tb.Helper()
 	r := pisess(tb, append(append([]string{"fsck", "--json"}, args...), root)...)
-	var rep engine.FsckReport
+	var rep fsckReport
 	if err := json.Unmarshal(detail(tb, r.stdout), &rep); err != nil {
 		tb.Fatalf("fsck --json: %v\n%s", err, r)
 	}
@@ -62,7 +61,7 @@ func fsckJSON(tb testing.TB, root string, args ...string) (int, engine.FsckRepor
 }
 
 // findings lists every finding of a report.
-func allFindings(rep engine.FsckReport) []verify.FsckFinding {
+func allFindings(rep fsckReport) []verify.FsckFinding {
 	var out []verify.FsckFinding
 	for _, t := range rep.Trees {
 		out = append(out, t.Findings...)
@@ -73,7 +72,7 @@ func allFindings(rep engine.FsckReport) []verify.FsckFinding {
 	return out
 }
 
-func hasCode(rep engine.FsckReport, code string) bool {
+func hasCode(rep fsckReport, code string) bool {
 	for _, f := range allFindings(rep) {
 		if f.Code == code && !f.Notice {
 			return true
@@ -82,7 +81,7 @@ func hasCode(rep engine.FsckReport, code string) bool {
 	return false
 }
 
-func codes(rep engine.FsckReport) string {
+func codes(rep fsckReport) string {
 	var parts []string
 	for _, f := range allFindings(rep) {
 		s := f.Code

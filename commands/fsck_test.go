@@ -305,7 +305,7 @@ func TestFsckExitCodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep := engine.FsckReport{Trees: []verify.FsckTree{{Sessions: []verify.FsckSession{{Findings: tt.findings}}}}}
+			rep := fsckReport{Trees: []verify.FsckTree{{Sessions: []verify.FsckSession{{Findings: tt.findings}}}}}
 			rep = totalled(rep)
 			if got := ExitCode(rep, tt.err); got != tt.want {
 				t.Errorf("exit %d, want %d (tally %+v)", got, tt.want, rep.Tally())
@@ -316,7 +316,7 @@ func TestFsckExitCodes(t *testing.T) {
 
 // totalled fills a hand-made report's totals the way Fsck does, through
 // its JSON round trip: Fsck's totals are unexported work.
-func totalled(rep engine.FsckReport) engine.FsckReport {
+func totalled(rep fsckReport) fsckReport {
 	for _, tr := range rep.Trees {
 		for _, s := range tr.Sessions {
 			for _, f := range s.Findings {

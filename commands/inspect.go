@@ -1,13 +1,16 @@
 package commands
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
 	"pisess/commands/engine"
+	"pisess/writers/store"
 )
 
 func inspectCommand(r *run) *cli.Command {
@@ -27,12 +30,12 @@ pisess verify checks a sidecar against its session.`,
 			if err != nil {
 				return err
 			}
-			rep, err := engine.Inspect(r.log.WithContext(c.Context), a[0])
+			rep, err := runInspect(r.log.WithContext(c.Context), a[0])
 			if err != nil {
 				return err
 			}
 			r.report = rep
-			r.value = inspectJSON{InspectReport: rep, Manifest: json.RawMessage(rep.ManifestDocument()), Clean: len(rep.Problems) == 0}
+			r.value = inspectJSON{inspectReport: rep, Manifest: json.RawMessage(rep.ManifestDocument()), Clean: len(rep.Problems) == 0}
 			r.text = func(w io.Writer) { renderInspect(w, rep) }
 			return nil
 		},
@@ -44,15 +47,38 @@ pisess verify checks a sidecar against its session.`,
 	))
 }
 
+// inspectReport is one store's inspection (store.Inspect).
+type inspectReport struct {
+	store.Inspection
+}
+
+// Tally counts every problem as left: inspect repairs nothing.
+func (r inspectReport) Tally() engine.Tally { return engine.Tally{Problems: len(r.Problems)} }
+
+// runInspect reads the store at dir without writing or locking anything
+// (store.Inspect). An error means the store could not be opened at all
+// (dir missing, not a directory, reached through a symlink); everything
+// else is a problem in the report.
+func runInspect(ctx context.Context, dir string) (inspectReport, error) {
+	in, err := store.Inspect(ctx, dir)
+	if err != nil {
+		return inspectReport{}, err
+	}
+	if in.ManifestErr != nil {
+		zerolog.Ctx(ctx).Debug().Err(in.ManifestErr).Str("store", dir).Msg("no readable manifest")
+	}
+	return inspectReport{in}, nil
+}
+
 // inspectJSON is inspect's --json object: the report with the manifest as
 // the document the store holds (null when it has none).
 type inspectJSON struct {
-	engine.InspectReport
+	inspectReport
 	Manifest json.RawMessage `json:"manifest"`
 	Clean    bool            `json:"clean"`
 }
 
-func renderInspect(w io.Writer, rep engine.InspectReport) {
+func renderInspect(w io.Writer, rep inspectReport) {
 	fmt.Fprintf(w, "store %s\n\n", rep.Store)
 	if doc := rep.ManifestDocument(); doc != nil {
 		fmt.Fprintf(w, "manifest.json:\n%s\n\n", doc)

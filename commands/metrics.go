@@ -204,7 +204,7 @@ func treeMetrics(rep engine.Report) []metrics.Tree {
 				*t.ReadBytes += s.SourceBytes
 			}
 		}
-	case engine.StatusReport:
+	case statusReport:
 		// The report has the sizes: nothing is measured again.
 		ts = treeSet{classes: true, sized: true}
 		for _, tr := range rep.Trees {
@@ -214,7 +214,7 @@ func treeMetrics(rep engine.Report) []metrics.Tree {
 		for _, s := range rep.Sessions {
 			ts.of(s.Tree).Classes[string(s.Class)]++
 		}
-	case engine.FsckReport:
+	case fsckReport:
 		ts = treeSet{outcomes: fsckOutcomes, classes: true}
 		for _, tr := range rep.Trees {
 			t := ts.add(tr.Root)
@@ -227,7 +227,7 @@ func treeMetrics(rep engine.Report) []metrics.Tree {
 				t.Outcomes[fsckOutcome(s.Findings)]++
 			}
 		}
-	case engine.VerifyReport:
+	case verifyReport:
 		ts = treeSet{outcomes: verifyOutcomes}
 		ts.roots(rep.Trees)
 		for _, s := range rep.Sessions {
@@ -252,16 +252,16 @@ func treeMetrics(rep engine.Report) []metrics.Tree {
 				*t.Refused++
 			}
 		}
-	case engine.RollbackReport:
+	case rollbackReport:
 		ts = treeSet{outcomes: rollbackOutcomes}
 		for _, s := range rep.Sessions {
 			ts.of(s.Tree).Outcomes[s.Action]++
 		}
-	case engine.PruneReport:
+	case pruneReport:
 		for _, tr := range rep.Trees {
 			ts.add(tr.Root)
 		}
-	case engine.RunsReport:
+	case runsReport:
 		for _, tr := range rep.Trees {
 			ts.add(tr.Root)
 		}

@@ -202,7 +202,7 @@ func TestMetricsMigrate(t *testing.T) {
 
 	// The classes are those pisess status gives the tree now.
 	st := pisess(t, "status", "--json", root)
-	var status engine.StatusReport
+	var status statusReport
 	if err := json.Unmarshal(detail(t, st.stdout), &status); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestMetricsEveryCommand(t *testing.T) {
 	same(metrics.Sessions, metrics.LabelClass, "fsck", count(run(ExitProblems, "fsck"), byClass))
 	r := run(ExitRepaired, "fsck", "--repair")
 	same(metrics.Sessions, metrics.LabelClass, "fsck", count(r, byClass))
-	var fsck engine.FsckReport
+	var fsck fsckReport
 	if err := json.Unmarshal(detail(t, r.stdout), &fsck); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"pisess/commands/engine"
+	"pisess/rollback"
 )
 
 func migrateCommand(r *run) *cli.Command {
@@ -171,7 +172,7 @@ Example: from a crontab, silent unless something needs you:
 			&cli.BoolFlag{Name: "force", Usage: "rebuild fresh sidecars too, and corrupt or partial ones from the source"},
 			&cli.BoolFlag{Name: "strict", Usage: "count sessions the reference refuses as problems (exit 4); by default they are notices"},
 			&cli.Int64Flag{Name: "max-segment-bytes", Value: 64 << 20, Usage: "segment rollover size, at most 64 MiB (the most pi reads)"},
-			&cli.DurationFlag{Name: "lock-timeout", Value: engine.DefaultLockTimeout, Usage: "how long to wait for a session lock before reporting the session busy"},
+			&cli.DurationFlag{Name: "lock-timeout", Value: rollback.DefaultLockTimeout, Usage: "how long to wait for a session lock before reporting the session busy"},
 			lockWaitFlag(),
 			&cli.BoolFlag{Name: "keep-displaced", Usage: "keep every sidecar a refresh replaces in the quarantine, even one reproducible from the source (refreshes are then full rebuilds, never in place)"},
 		},

@@ -147,7 +147,7 @@ func TestMigrateRealPi(t *testing.T) {
 	if r.code != ExitClean {
 		t.Fatalf("rollback: %s", r)
 	}
-	var rb engine.RollbackReport
+	var rb rollbackReport
 	if err := json.Unmarshal(detail(t, r.stdout), &rb); err != nil || len(rb.Sessions) != 2 {
 		t.Fatalf("rollback report %s (%v)", r.stdout, err)
 	}

@@ -1,12 +1,18 @@
 package commands
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
 	"pisess/commands/engine"
+	"pisess/ledger"
+	"pisess/readers/discover"
+	"pisess/writers/durable"
 )
 
 func pruneCommand(r *run) *cli.Command {
@@ -54,7 +60,7 @@ Example: a weekly crontab line that keeps 30 days of runs:
 			if err != nil {
 				return engine.Usagef("--keep-within %v", err)
 			}
-			rep, err := engine.Prune(r.log.WithContext(c.Context), engine.PruneOptions{
+			rep, err := runPrune(r.log.WithContext(c.Context), pruneOptions{
 				Paths: c.Args().Slice(), KeepWithin: keep, DryRun: c.Bool("dry-run"),
 				LockWait: c.Duration("lock-wait"), Clock: clock,
 			})
@@ -72,7 +78,57 @@ Example: a weekly crontab line that keeps 30 days of runs:
 	))
 }
 
-func renderPrune(w io.Writer, rep engine.PruneReport) {
+// pruneOptions configure runPrune.
+type pruneOptions struct {
+	// Paths are trees or paths inside them; none: the default tree.
+	Paths []string
+	// KeepWithin keeps every run whose last record (a rollback of it
+	// included) is this recent, and its quarantine entries.
+	KeepWithin time.Duration
+	DryRun     bool
+	LockWait   time.Duration
+	Clock      func() time.Time
+	Ops        durable.Ops
+}
+
+// pruneReport is the result of runPrune.
+type pruneReport struct {
+	DryRun bool               `json:"dryRun"`
+	Cutoff string             `json:"cutoff"`
+	Trees  []ledger.PruneTree `json:"trees"`
+}
+
+// Tally implements engine.Report.
+func (pruneReport) Tally() engine.Tally { return engine.Tally{} }
+
+// runPrune removes the quarantine entries and journal records of runs that
+// ended before now − KeepWithin (issue 12, item 7): the one place pisess
+// deletes, and only when asked. A run with a record inside the window (a
+// rollback of it included) or a record without a readable time is kept
+// whole, so every rollback the journal still allows works as before; the
+// journal keeps its other lines byte for byte and in order, and is
+// replaced atomically. Quarantine entries no journal record names are
+// removed when their own time is outside the window. Each removal is
+// logged.
+func runPrune(ctx context.Context, opt pruneOptions) (pruneReport, error) {
+	if opt.KeepWithin <= 0 {
+		return pruneReport{}, engine.Usagef("--keep-within %s: want a positive duration such as 720h (30 days)", opt.KeepWithin)
+	}
+	now := time.Now()
+	if opt.Clock != nil {
+		now = opt.Clock()
+	}
+	cutoff := now.Add(-opt.KeepWithin)
+	rep := pruneReport{DryRun: opt.DryRun, Cutoff: cutoff.UTC().Format(time.RFC3339), Trees: []ledger.PruneTree{}}
+	roots, err := discover.TreeRoots(opt.Paths)
+	if err != nil {
+		return rep, err
+	}
+	rep.Trees, err = ledger.PruneTrees(ctx, *zerolog.Ctx(ctx), ledger.PruneOptions{DryRun: opt.DryRun, LockWait: opt.LockWait, Ops: opt.Ops}, roots, cutoff)
+	return rep, err
+}
+
+func renderPrune(w io.Writer, rep pruneReport) {
 	verb := "removed"
 	if rep.DryRun {
 		verb = "would remove"

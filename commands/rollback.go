@@ -1,12 +1,19 @@
 package commands
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"pisess/commands/engine"
+	"pisess/ledger"
+	"pisess/readers/discover"
+	"pisess/rollback"
+	"pisess/writers/durable"
 )
 
 func rollbackCommand(r *run) *cli.Command {
@@ -48,14 +55,14 @@ pisess rollback [--dry-run] [--json] --to-checkpoint N STORE
 			&cli.StringSliceFlag{Name: "tree", Usage: "the session tree whose journal to read (repeatable; default: the default tree)", TakesFile: true},
 			&cli.Uint64Flag{Name: "to-checkpoint", Usage: "roll STORE back to checkpoint `N`"},
 			lockWaitFlag(),
-			&cli.DurationFlag{Name: "lock-timeout", Value: engine.DefaultLockTimeout, Usage: "how long to wait for a session or store lock"},
+			&cli.DurationFlag{Name: "lock-timeout", Value: rollback.DefaultLockTimeout, Usage: "how long to wait for a session or store lock"},
 		},
 		Action: func(c *cli.Context) error {
 			clock, err := ClockFromEnv()
 			if err != nil {
 				return err
 			}
-			opt := engine.RollbackOptions{DryRun: c.Bool("dry-run"), Trees: c.StringSlice("tree"),
+			opt := rollbackOptions{DryRun: c.Bool("dry-run"), Trees: c.StringSlice("tree"),
 				LockTimeout: c.Duration("lock-timeout"), LockWait: c.Duration("lock-wait"), Clock: clock}
 			var a []string
 			if n := c.Uint64("to-checkpoint"); n > 0 {
@@ -69,7 +76,7 @@ pisess rollback [--dry-run] [--json] --to-checkpoint N STORE
 				}
 				opt.CorrelationID = a[0]
 			}
-			rep, err := engine.Rollback(r.log.WithContext(c.Context), opt)
+			rep, err := runRollback(r.log.WithContext(c.Context), opt)
 			if err != nil {
 				return err
 			}
@@ -86,7 +93,102 @@ pisess rollback [--dry-run] [--json] --to-checkpoint N STORE
 	))
 }
 
-func renderRollback(w io.Writer, rep engine.RollbackReport, v view) {
+// rollbackOptions configure runRollback.
+type rollbackOptions struct {
+	// CorrelationID is the run to undo (by-correlation mode).
+	CorrelationID string
+	// Trees are the session trees whose journals are read; none: the
+	// default tree.
+	Trees []string
+	// Store and Checkpoint select the rollback of one store to one of its
+	// checkpoints (Checkpoint > 0).
+	Store       string
+	Checkpoint  uint64
+	DryRun      bool
+	LockTimeout time.Duration
+	// LockWait is how long to wait for a tree lock another run holds
+	// (--lock-wait); 0: exit 32 at once.
+	LockWait time.Duration
+	Clock    func() time.Time
+	Ops      durable.Ops
+}
+
+// rollbackReport is the result of runRollback. Its sessions and forged
+// journal lines are rollback.InTrees'.
+type rollbackReport struct {
+	CorrelationID string                 `json:"correlationId,omitempty"`
+	DryRun        bool                   `json:"dryRun"`
+	Sessions      []rollback.TreeSession `json:"sessions,omitempty"`
+	// Forged are journal lines of the run refused as forged or corrupt:
+	// reported, never acted on.
+	Forged []rollback.TreeForged `json:"forged,omitempty"`
+	// Unknown is set when no tree's journal knows the correlation id.
+	Unknown    string           `json:"unknown,omitempty"`
+	Checkpoint *rollback.Result `json:"checkpoint,omitempty"`
+}
+
+// Tally implements engine.Report: sessions left not rolled back, or an
+// unknown id.
+func (r rollbackReport) Tally() engine.Tally {
+	n := 0
+	for _, s := range r.Sessions {
+		if s.Error != "" {
+			n++
+		}
+	}
+	if r.Unknown != "" {
+		n++
+	}
+	return engine.Tally{Problems: n + len(r.Forged)}
+}
+
+// runRollback undoes a migrate (or upgrade) run by its correlation id in
+// every tree given, under each tree's lock, or rolls one store back to a
+// checkpoint. A malformed correlation id is a usage error; one that no
+// journal knows is reported as a problem (exit 4).
+func runRollback(ctx context.Context, opt rollbackOptions) (rollbackReport, error) {
+	if opt.LockTimeout == 0 {
+		opt.LockTimeout = rollback.DefaultLockTimeout
+	}
+	ropt := rollback.Options{DryRun: opt.DryRun, LockTimeout: opt.LockTimeout, Ops: opt.Ops, Clock: opt.Clock}
+	if opt.Checkpoint > 0 {
+		if opt.Store == "" {
+			return rollbackReport{}, engine.Usagef("--to-checkpoint needs the STORE directory")
+		}
+		res, err := rollback.ToCheckpoint(ctx, opt.Store, opt.Checkpoint, ropt)
+		if err != nil {
+			if errors.Is(err, rollback.ErrNoCheckpoint) {
+				return rollbackReport{}, engine.Usagef("%v", err)
+			}
+			return rollbackReport{DryRun: opt.DryRun}, fmt.Errorf("rollback %s to checkpoint %d: %w", opt.Store, opt.Checkpoint, err)
+		}
+		return rollbackReport{DryRun: opt.DryRun, Checkpoint: &res}, nil
+	}
+	if !ledger.ValidCorrelationID(opt.CorrelationID) {
+		return rollbackReport{}, engine.Usagef("correlation id %q is malformed: want 8 to 128 characters of A-Z a-z 0-9 . _ : -", opt.CorrelationID)
+	}
+	rep := rollbackReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun}
+	roots := opt.Trees
+	if len(roots) == 0 {
+		var err error
+		if roots, err = discover.DefaultRoots(); err != nil {
+			return rep, fmt.Errorf("default session tree: %w", err)
+		}
+	}
+	res, err := rollback.InTrees(ctx, roots, opt.CorrelationID, ropt, opt.LockWait)
+	rep.Sessions, rep.Forged = res.Sessions, res.Forged
+	if errors.Is(err, rollback.ErrBadCorrelationID) {
+		return rep, engine.Usagef("%v", err)
+	} else if err != nil {
+		return rep, err
+	}
+	if !res.Known {
+		rep.Unknown = fmt.Sprintf("no journal under %v knows correlation id %s", roots, opt.CorrelationID)
+	}
+	return rep, nil
+}
+
+func renderRollback(w io.Writer, rep rollbackReport, v view) {
 	if c := rep.Checkpoint; c != nil {
 		fmt.Fprintf(w, "rolled %s back to checkpoint %d: %d entries kept, %d cut\n", c.Store, c.Checkpoint.CheckpointSeq, c.Retained, c.Dropped)
 		for _, s := range c.SetAside {

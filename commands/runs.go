@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -8,6 +9,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"pisess/commands/engine"
+	"pisess/ledger"
+	"pisess/readers/discover"
 )
 
 func runsCommand(r *run) *cli.Command {
@@ -25,7 +28,7 @@ was rolled back (the rollback is not part of the run), and the bytes its
 quarantine holds. Nothing is written or locked.`,
 		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
-			rep, err := engine.Runs(r.log.WithContext(c.Context), engine.RunsOptions{Paths: c.Args().Slice()})
+			rep, err := runRuns(r.log.WithContext(c.Context), runsOptions{Paths: c.Args().Slice()})
 			if err != nil {
 				return err
 			}
@@ -40,7 +43,32 @@ quarantine holds. Nothing is written or locked.`,
 	))
 }
 
-func renderRuns(w io.Writer, rep engine.RunsReport) {
+// runsReport is the result of runRuns.
+type runsReport struct {
+	Trees []ledger.TreeRuns `json:"trees"`
+}
+
+// Tally implements engine.Report: listing runs finds no problem.
+func (runsReport) Tally() engine.Tally { return engine.Tally{} }
+
+// runsOptions configure runRuns.
+type runsOptions struct {
+	// Paths are trees or paths inside them; none: the default tree.
+	Paths []string
+}
+
+// runRuns lists the runs each tree's journal records (ledger.Runs). It
+// only reads: no lock, nothing written.
+func runRuns(ctx context.Context, opt runsOptions) (runsReport, error) {
+	roots, err := discover.TreeRoots(opt.Paths)
+	if err != nil {
+		return runsReport{}, err
+	}
+	trees, err := ledger.Runs(ctx, roots)
+	return runsReport{Trees: trees}, err
+}
+
+func renderRuns(w io.Writer, rep runsReport) {
 	for _, t := range rep.Trees {
 		fmt.Fprintf(w, "tree %s: %d run(s)\n", t.Root, len(t.Runs))
 		if len(t.Runs) == 0 {

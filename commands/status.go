@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"pisess/commands/engine"
+	"pisess/readers/discover"
 	"pisess/verify"
 )
 
@@ -44,7 +46,7 @@ name is not shown and the count comes from the manifest. Nothing is written
 or locked.`,
 		Flags: []cli.Flag{jsonFlag()},
 		Action: func(c *cli.Context) error {
-			rep, err := engine.Status(r.log.WithContext(c.Context), engine.StatusOptions{Paths: c.Args().Slice()})
+			rep, err := runStatus(r.log.WithContext(c.Context), statusOptions{Paths: c.Args().Slice()})
 			if err != nil {
 				return err
 			}
@@ -59,7 +61,36 @@ or locked.`,
 	))
 }
 
-func renderStatus(w io.Writer, rep engine.StatusReport, v view) {
+// statusOptions configure runStatus.
+type statusOptions struct {
+	// Paths are session files or trees; none means discover.DefaultRoots.
+	Paths []string
+}
+
+// statusReport is every session's status, in tree order
+// (verify.ListStatus).
+type statusReport struct {
+	verify.StatusListing
+}
+
+// Tally: status is informational; whatever it finds, it has run cleanly.
+func (statusReport) Tally() engine.Tally { return engine.Tally{} }
+
+// runStatus lists the status of every session under opt.Paths
+// (verify.ListStatus). It never writes and never locks.
+func runStatus(ctx context.Context, opt statusOptions) (statusReport, error) {
+	roots := opt.Paths
+	if len(roots) == 0 {
+		var err error
+		if roots, err = discover.DefaultRoots(); err != nil {
+			return statusReport{}, err
+		}
+	}
+	l, err := verify.ListStatus(ctx, roots)
+	return statusReport{l}, err
+}
+
+func renderStatus(w io.Writer, rep statusReport, v view) {
 	if v.verbose {
 		renderStatusSessions(w, rep, rep.Sessions)
 		renderStatusTrees(w, rep)
@@ -133,7 +164,7 @@ func renderStatus(w io.Writer, rep engine.StatusReport, v view) {
 
 // renderStatusSessions lists sessions, one line each, then their reasons
 // and the summary.
-func renderStatusSessions(w io.Writer, rep engine.StatusReport, rows []verify.StatusEntry) {
+func renderStatusSessions(w io.Writer, rep statusReport, rows []verify.StatusEntry) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SESSION\tFORMAT\tENTRIES\tSIZE\tSTATUS\tNAME\tLAST RUN")
 	for _, s := range rows {
@@ -168,7 +199,7 @@ func renderStatusSessions(w io.Writer, rep engine.StatusReport, rows []verify.St
 	renderStatusSummary(w, rep)
 }
 
-func renderStatusSummary(w io.Writer, rep engine.StatusReport) {
+func renderStatusSummary(w io.Writer, rep statusReport) {
 	var parts []string
 	for _, c := range verify.ClassOrder(rep.Totals) {
 		parts = append(parts, fmt.Sprintf("%d %s", rep.Totals[c], c))
@@ -182,7 +213,7 @@ func renderStatusSummary(w io.Writer, rep engine.StatusReport) {
 
 // renderStatusTrees says, per tree, what pisess keeps there, after the
 // entries that are not sessions.
-func renderStatusTrees(w io.Writer, rep engine.StatusReport) {
+func renderStatusTrees(w io.Writer, rep statusReport) {
 	var roots []string
 	for _, t := range rep.Trees {
 		roots = append(roots, t.Root)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"pisess/commands/engine"
 	"pisess/verify"
 	"pisess/writers/store"
 )
@@ -73,7 +72,7 @@ func TestStatusClasses(t *testing.T) {
 	if r.code != ExitClean {
 		t.Fatalf("status: %s", r)
 	}
-	var rep engine.StatusReport
+	var rep statusReport
 	if err := json.Unmarshal(detail(t, r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +126,7 @@ func TestStatusGolden(t *testing.T) {
 		t.Fatalf("status: %s", r)
 	}
 	j := pisess(t, "status", "--json", root)
-	var rep engine.StatusReport
+	var rep statusReport
 	if err := json.Unmarshal(detail(t, j.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -35,7 +36,7 @@ migrate refreshes it. Nothing is written or locked.`,
 			if c.NArg() == 0 {
 				return engine.Usagef("verify wants at least one PATH (see pisess verify --help)")
 			}
-			rep, err := engine.Verify(r.log.WithContext(c.Context), engine.VerifyOptions{Paths: c.Args().Slice()})
+			rep, err := runVerify(r.log.WithContext(c.Context), verifyOptions{Paths: c.Args().Slice()})
 			if err != nil {
 				return err
 			}
@@ -51,7 +52,37 @@ migrate refreshes it. Nothing is written or locked.`,
 	))
 }
 
-func renderVerify(w io.Writer, rep engine.VerifyReport, v view) {
+// verifyOptions configure runVerify.
+type verifyOptions struct {
+	// Paths are session files, their <stem>.v2 sidecars, or trees (every
+	// session with a sidecar in them). At least one is required.
+	Paths []string
+}
+
+// verifyReport is what runVerify found (verify.Sidecars).
+type verifyReport struct {
+	verify.SidecarsReport
+}
+
+// Tally counts every session that did not verify as a problem left.
+func (r verifyReport) Tally() engine.Tally { return engine.Tally{Problems: r.Failed} }
+
+// runVerify checks each sidecar against its source in full (FORMAT.md §9,
+// §11; verify.Sidecars): the three verification flags (entry ids in order,
+// the hash chain recomputed from the source, index ↔ frames ↔ manifest),
+// every invariant INV-001..INV-007, and pi's acceptance rules (types,
+// private modes, the session owner, no symlink, no pending rollback). It
+// never writes and never locks. An error means verify could not run (no
+// path, a path that does not exist).
+func runVerify(ctx context.Context, opt verifyOptions) (verifyReport, error) {
+	if len(opt.Paths) == 0 {
+		return verifyReport{}, engine.Usagef("verify wants at least one PATH: a session file, its <stem>.v2 sidecar, or a tree")
+	}
+	rep, err := verify.Sidecars(ctx, opt.Paths)
+	return verifyReport{rep}, err
+}
+
+func renderVerify(w io.Writer, rep verifyReport, v view) {
 	for _, s := range rep.Sessions {
 		failed := !s.Skipped && !s.Verified && !s.Stale
 		if v.quiet && !failed || !v.verbose && (s.Skipped || s.Verified) {

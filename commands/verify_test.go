@@ -7,16 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"pisess/commands/engine"
 	"pisess/fixtures"
 	"pisess/verify"
 	"pisess/writers/store"
 )
 
-func verifyJSON(t *testing.T, args ...string) (int, engine.VerifyReport, result) {
+func verifyJSON(t *testing.T, args ...string) (int, verifyReport, result) {
 	t.Helper()
 	r := pisess(t, append([]string{"verify", "--json"}, args...)...)
-	var rep engine.VerifyReport
+	var rep verifyReport
 	if r.code == ExitClean || r.code == ExitProblems {
 		if err := json.Unmarshal(detail(t, r.stdout), &rep); err != nil {
 			t.Fatalf("verify --json: %v\n%s", err, r)

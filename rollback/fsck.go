@@ -40,7 +40,7 @@ import (
 // longer holds the source's entries is found (as corrupt findings beneath
 // the class migrated).
 //
-// The caller (engine.Fsck) fills it in and calls [Fsck.Run].
+// The caller (package commands' fsck) fills it in and calls [Fsck.Run].
 type Fsck struct {
 	// Repair mends what can be mended (check → repair → re-check).
 	Repair bool

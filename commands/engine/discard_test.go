@@ -99,8 +99,8 @@ func testRefreshBoundedDisk(t *testing.T, dirty bool) {
 	if discarded != 1 {
 		t.Fatalf("%d discarded notes for the last run, want 1", discarded)
 	}
-	rb, err := Rollback(context.Background(), RollbackOptions{CorrelationID: rep.CorrelationID, Trees: []string{root}, Clock: migClock})
-	if err != nil || rb.Tally().Problems != 0 {
+	rb, err := rollbackTree(context.Background(), root, rep.CorrelationID, migClock)
+	if err != nil || rollbackProblems(rb) != 0 {
 		t.Fatalf("rollback of a refresh whose displaced sidecar was not kept: %+v %v", rb, err)
 	}
 	if _, err := os.Lstat(discover.SidecarPath(path)); !os.IsNotExist(err) {
@@ -208,9 +208,9 @@ func TestRefreshDiscardsWhatARecordVouchesFor(t *testing.T) {
 		before func(t *testing.T, root string)
 	}{
 		{"the run that built it pruned from the journal", func(t *testing.T, root string) {
-			rep, err := Prune(context.Background(), PruneOptions{Paths: []string{root}, KeepWithin: time.Hour, Clock: func() time.Time { return time.Now().Add(2 * time.Hour) }})
-			if err != nil || len(rep.Trees) != 1 || len(rep.Trees[0].Runs) != 1 {
-				t.Fatalf("prune: %+v %v", rep, err)
+			trees, err := pruneTrees(root, time.Hour, false, time.Now().Add(2*time.Hour))
+			if err != nil || len(trees) != 1 || len(trees[0].Runs) != 1 {
+				t.Fatalf("prune: %+v %v", trees, err)
 			}
 			j, err := ledger.OpenJournal(root)
 			if err != nil {

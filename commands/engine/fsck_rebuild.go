@@ -10,14 +10,19 @@ import (
 	"pisess/rollback"
 )
 
-// fsckRebuild is fsck's rollback.Fsck.Rebuild: it rebuilds the sidecar of
+// DefaultLockTimeout is how long a command waits for a session lock or a
+// store mutation lock that pi holds before it reports the session busy.
+const DefaultLockTimeout = rollback.DefaultLockTimeout
+
+// FsckRebuild is fsck's rollback.Fsck.Rebuild (package commands sets it on
+// the rollback.Fsck it runs, heal on its own): it rebuilds the sidecar of
 // s from its source with the migrate pipeline (RebuildSidecar: staging,
 // verification, clean source state, cutover with the old sidecar kept in
 // the quarantine, every phase in journal j under the run's correlation id).
 // A source the reference refuses comes back as a *readers.RefusedError.
 // The caller holds the session lock (rollback.Repairer.Session holds it
 // from its check to its rebuild); displaced is where the old sidecar went.
-func fsckRebuild(r *rollback.Fsck) func(context.Context, discover.Session, string, *ledger.Journal, func(func())) (string, error) {
+func FsckRebuild(r *rollback.Fsck) func(context.Context, discover.Session, string, *ledger.Journal, func(func())) (string, error) {
 	return func(ctx context.Context, s discover.Session, reason string, j *ledger.Journal, aside func(wait func())) (displaced string, err error) {
 		env := Env{
 			Clock:         r.Clock,

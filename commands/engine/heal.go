@@ -19,6 +19,6 @@ type HealReport = rollback.HealReport
 // nothing to do.
 func heal(ctx context.Context, log zerolog.Logger, opt MigrateOptions, t discover.Tree, stale string, hold func() error) (*HealReport, error) {
 	r := &rollback.Fsck{LockTimeout: opt.LockTimeout, Clock: opt.Clock, Ops: opt.Ops, Log: &log}
-	r.Rebuild = fsckRebuild(r)
+	r.Rebuild = FsckRebuild(r)
 	return rollback.Heal(ctx, r, t, stale, hold)
 }

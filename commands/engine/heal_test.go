@@ -102,18 +102,18 @@ func TestMigrateHealsAfterDeadRun(t *testing.T) {
 		}
 	}
 	// runs lists the heal as a repair run of its own.
-	rr, err := Runs(context.Background(), RunsOptions{Paths: []string{root}})
+	rr, err := ledger.Runs(context.Background(), []string{root})
 	if err != nil {
 		t.Fatal(err)
 	}
 	found := false
-	for _, r := range rr.Trees[0].Runs {
+	for _, r := range rr[0].Runs {
 		if r.CorrelationID == rep.Healed[0].CorrelationID {
 			found = r.Command == "fsck --repair" && r.Repairs > 0
 		}
 	}
 	if !found {
-		t.Errorf("runs does not list the heal as an fsck --repair run: %+v", rr.Trees[0].Runs)
+		t.Errorf("runs does not list the heal as an fsck --repair run: %+v", rr[0].Runs)
 	}
 	// The next run has nothing to do.
 	again := migRun(t, migOptions(root))

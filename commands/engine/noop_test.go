@@ -209,7 +209,7 @@ func BenchmarkStatusBySize(b *testing.B) {
 	}
 	status := func(p string) time.Duration {
 		t0 := time.Now()
-		rep, err := Status(context.Background(), StatusOptions{Paths: []string{p}})
+		rep, err := verify.ListStatus(context.Background(), []string{p})
 		if err != nil || len(rep.Sessions) != 1 || rep.Sessions[0].Class != verify.ClassMigrated {
 			b.Fatalf("status %s: %+v %v", p, rep, err)
 		}

@@ -9,11 +9,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"pisess/fixtures"
 	"pisess/ledger"
+	"pisess/readers/discover"
 )
 
 func at(t time.Time) func() time.Time { return func() time.Time { return t } }
+
+// pruneTrees prunes the tree of root as pisess prune --keep-within keep
+// does at now (discover.TreeRoots, ledger.PruneTrees).
+func pruneTrees(root string, keep time.Duration, dryRun bool, now time.Time) ([]ledger.PruneTree, error) {
+	roots, err := discover.TreeRoots([]string{root})
+	if err != nil {
+		return nil, err
+	}
+	return ledger.PruneTrees(context.Background(), zerolog.Nop(), ledger.PruneOptions{DryRun: dryRun}, roots, now.Add(-keep))
+}
+
+// treeRuns lists the runs of the trees of paths as pisess runs does
+// (discover.TreeRoots, ledger.Runs).
+func treeRuns(ctx context.Context, paths ...string) ([]ledger.TreeRuns, error) {
+	roots, err := discover.TreeRoots(paths)
+	if err != nil {
+		return nil, err
+	}
+	return ledger.Runs(ctx, roots)
+}
 
 // pruneTree makes a tree with three runs: A migrates (day 0), B refreshes
 // keeping the displaced sidecar (day 0 + 1h), C refreshes keeping it (day
@@ -48,11 +71,11 @@ func pruneFixture(t *testing.T) (root, path string, ids [3]string) {
 func TestRunsAndPrune(t *testing.T) {
 	root, path, ids := pruneFixture(t)
 	ctx := context.Background()
-	rr, err := Runs(ctx, RunsOptions{Paths: []string{filepath.Join(root, "--home-u-proj--")}})
-	if err != nil || len(rr.Trees) != 1 || rr.Trees[0].Root != root {
+	rr, err := treeRuns(ctx, filepath.Join(root, "--home-u-proj--"))
+	if err != nil || len(rr) != 1 || rr[0].Root != root {
 		t.Fatalf("runs: %+v %v", rr, err)
 	}
-	runs := rr.Trees[0].Runs
+	runs := rr[0].Runs
 	if len(runs) != 3 {
 		t.Fatalf("runs: %+v", runs)
 	}
@@ -84,19 +107,19 @@ func TestRunsAndPrune(t *testing.T) {
 
 	// A dry run changes nothing.
 	before := fixtures.TreeDigest(t, root)
-	dry, err := Prune(ctx, PruneOptions{Paths: []string{root}, KeepWithin: 24 * time.Hour, DryRun: true, Clock: at(now)})
-	if err != nil || len(dry.Trees) != 1 || strings.Join(dry.Trees[0].Runs, ",") != ids[0]+","+ids[1] {
+	dry, err := pruneTrees(root, 24*time.Hour, true, now)
+	if err != nil || len(dry) != 1 || strings.Join(dry[0].Runs, ",") != ids[0]+","+ids[1] {
 		t.Fatalf("dry run: %+v %v", dry, err)
 	}
 	if d := migDigestDiff(before, fixtures.TreeDigest(t, root), nil); len(d) != 0 {
 		t.Fatalf("the dry run changed %v", d)
 	}
 
-	rep, err := Prune(ctx, PruneOptions{Paths: []string{root}, KeepWithin: 24 * time.Hour, Clock: at(now)})
+	rep, err := pruneTrees(root, 24*time.Hour, false, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pt := rep.Trees[0]
+	pt := rep[0]
 	if strings.Join(pt.Runs, ",") != ids[0]+","+ids[1] || pt.KeptRuns != 1 || pt.Bytes == 0 {
 		t.Fatalf("prune: %+v", pt)
 	}
@@ -121,16 +144,16 @@ func TestRunsAndPrune(t *testing.T) {
 	if want.Len() == 0 || !bytes.Equal(got, want.Bytes()) {
 		t.Fatalf("journal after prune:\n%s\nwant:\n%s", got, want.String())
 	}
-	if rr, _ := Runs(ctx, RunsOptions{Paths: []string{root}}); len(rr.Trees[0].Runs) != 1 || rr.Trees[0].Runs[0].CorrelationID != ids[2] {
+	if rr, _ := treeRuns(ctx, root); len(rr[0].Runs) != 1 || rr[0].Runs[0].CorrelationID != ids[2] {
 		t.Fatalf("runs after prune: %+v", rr)
 	}
 	// A pruned run cannot be rolled back; the kept one can, and puts B's
 	// sidecar back from C's quarantine.
-	if rb, err := Rollback(ctx, RollbackOptions{CorrelationID: ids[0], Trees: []string{root}}); err != nil || rb.Unknown == "" {
+	if rb, err := rollbackTree(ctx, root, ids[0], nil); err != nil || rb.Known {
 		t.Fatalf("rollback of a pruned run: %+v %v", rb, err)
 	}
-	rb, err := Rollback(ctx, RollbackOptions{CorrelationID: ids[2], Trees: []string{root}, Clock: at(now)})
-	if err != nil || rb.Tally().Problems != 0 || len(rb.Sessions) == 0 {
+	rb, err := rollbackTree(ctx, root, ids[2], at(now))
+	if err != nil || rollbackProblems(rb) != 0 || len(rb.Sessions) == 0 {
 		t.Fatalf("rollback of the kept run: %+v %v", rb, err)
 	}
 	after := migOptions(root)
@@ -138,17 +161,14 @@ func TestRunsAndPrune(t *testing.T) {
 	if s := migResult(t, migRun(t, after), path); s.Action != PlanRefresh {
 		t.Fatalf("after the rollback the sidecar should be B's, stale: %+v", s)
 	}
-	rr, _ = Runs(ctx, RunsOptions{Paths: []string{root}})
-	if r := rr.Trees[0].Runs[0]; !r.RolledBack || len(rr.Trees[0].Runs) != 2 {
+	rr, _ = treeRuns(ctx, root)
+	if r := rr[0].Runs[0]; !r.RolledBack || len(rr[0].Runs) != 2 {
 		t.Errorf("run C is not listed as rolled back: %+v", r)
 	}
 
 	// A second prune at the same time removes nothing more.
-	again, err := Prune(ctx, PruneOptions{Paths: []string{root}, KeepWithin: 24 * time.Hour, Clock: at(now)})
-	if err != nil || len(again.Trees[0].Runs) != 0 || len(again.Trees[0].Quarantine) != 0 {
+	again, err := pruneTrees(root, 24*time.Hour, false, now)
+	if err != nil || len(again[0].Runs) != 0 || len(again[0].Quarantine) != 0 {
 		t.Fatalf("second prune: %+v %v", again, err)
-	}
-	if _, err := Prune(ctx, PruneOptions{Paths: []string{root}}); err == nil {
-		t.Fatal("prune without --keep-within ran")
 	}
 }

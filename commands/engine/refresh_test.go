@@ -18,6 +18,7 @@ import (
 	"pisess/ledger"
 	"pisess/readers/discover"
 	"pisess/readers/jsonl"
+	"pisess/rollback"
 	"pisess/verify"
 	"pisess/writers"
 	"pisess/writers/store"
@@ -676,9 +677,9 @@ func TestRollbackInPlace(t *testing.T) {
 	incRefreshedInPlace(t, second, []string{path})
 	src := fixtures.SHA256File(t, path)
 
-	rollBack := func(cid string) RollbackSession {
+	rollBack := func(cid string) rollback.TreeSession {
 		t.Helper()
-		rb, err := Rollback(context.Background(), RollbackOptions{CorrelationID: cid, Trees: []string{tree}, Clock: migClock})
+		rb, err := rollbackTree(context.Background(), tree, cid, migClock)
 		if err != nil || len(rb.Sessions) != 1 {
 			t.Fatalf("rollback %s: %+v %v", cid, rb, err)
 		}
