@@ -16,7 +16,7 @@
 //
 //	package            | holds                                                                          | may import
 //	main               | the process: knobs first, a signal-cancelled context, os.Exit(commands.Main)   | commands
-//	commands           | the urfave/cli app: flags → options → one library call → text or --json; exit | commands/engine commands/metrics commands/tune rollback verify ledger writers writers/upgrade readers/discover writers/store writers/durable writers/wire
+//	commands           | the urfave/cli app: flags → options → one library call → text or --json; exit | commands/engine commands/metrics commands/tune rollback verify ledger writers writers/upgrade readers/discover readers writers/store writers/durable writers/wire
 //	commands/engine    | orchestration: plan, schedule (jobs, places, lock waits), the per-session flow | commands/tune rollback verify ledger writers writers/upgrade readers/discover readers/jsonl readers/normalize readers/privtmp readers writers/store writers/durable writers/wire
 //	commands/tune      | the runtime knobs, each with the measurement that keeps it; the CPUs (--jobs)  | -
 //	commands/metrics   | the --metrics-file document: Prometheus text format, written atomically        | -

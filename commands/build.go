@@ -121,7 +121,7 @@ func (buildReport) Tally() engine.Tally { return engine.Tally{} }
 // in a sibling staging directory and renamed into place only once sealed
 // (writers.BuildOutDir), so OutDir never holds a partial store; on failure
 // the staging directory is removed. A session the reference's model
-// refuses is an error holding a *readers.RefusedError (engine.AsRefused).
+// refuses is an error holding a *readers.RefusedError (readers.AsRefused).
 func runBuild(ctx context.Context, opt buildOptions) (buildReport, error) {
 	log := zerolog.Ctx(ctx)
 	if opt.MaxSegmentBytes < 0 || opt.MaxSegmentBytes > wire.MaxSegmentBytes {

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"pisess/commands/engine"
+	"pisess/readers"
 )
 
 // Exit statuses. The values are fsck(8)'s (0, 1, 4, 8, 16, 32 where fsck
@@ -86,7 +87,7 @@ func errorClass(err error) string {
 		return ClassUsage
 	case engine.IsTreeLocked(err):
 		return ClassLocked
-	case engine.AsRefused(err) != nil:
+	case readers.AsRefused(err) != nil:
 		return ClassRefused
 	case errors.Is(err, context.Canceled):
 		return ClassCanceled

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"pisess/commands/engine"
+	"pisess/rollback"
 	"pisess/writers/upgrade"
 )
 
@@ -59,7 +60,7 @@ nothing anywhere.`,
 			&cli.BoolFlag{Name: "dry-run", Usage: "show what would be written (ids, roles, new header); write nothing"},
 			&cli.StringFlag{Name: "correlation-id", Usage: "the run's correlation id (8-128 of A-Z a-z 0-9 . _ : -); default: a new UUID, printed"},
 			lockWaitFlag(),
-			&cli.DurationFlag{Name: "lock-timeout", Value: engine.DefaultLockTimeout, Usage: "how long to wait for a session lock before reporting the file busy"},
+			&cli.DurationFlag{Name: "lock-timeout", Value: rollback.DefaultLockTimeout, Usage: "how long to wait for a session lock before reporting the file busy"},
 		},
 		Action: func(c *cli.Context) error {
 			if !c.Args().Present() {
@@ -107,11 +108,11 @@ func (r upgradeReport) Tally() engine.Tally {
 }
 
 // runUpgrade is upgrade.Run with the defaults and errors of every
-// command: a lock timeout of 0 waits engine.DefaultLockTimeout, and an
+// command: a lock timeout of 0 waits rollback.DefaultLockTimeout, and an
 // option Run refuses is a usage error (exit 16).
 func runUpgrade(ctx context.Context, opt upgrade.RunOptions) (upgradeReport, error) {
 	if opt.LockTimeout == 0 {
-		opt.LockTimeout = engine.DefaultLockTimeout
+		opt.LockTimeout = rollback.DefaultLockTimeout
 	}
 	rep, err := upgrade.Run(ctx, opt)
 	var oe *upgrade.OptionError

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"pisess/ledger"
-	"pisess/readers"
 	"pisess/writers/durable"
 )
 
@@ -35,7 +34,3 @@ func IsTreeLocked(err error) bool {
 	var tl *durable.TreeLockedError
 	return errors.Is(err, ErrTreeLocked) || errors.As(err, &tl)
 }
-
-// AsRefused returns the *readers.RefusedError in err's chain, or nil: the
-// source was read, and the reference's model refuses it.
-func AsRefused(err error) *readers.RefusedError { return readers.AsRefused(err) }

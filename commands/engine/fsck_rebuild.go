@@ -10,10 +10,6 @@ import (
 	"pisess/rollback"
 )
 
-// DefaultLockTimeout is how long a command waits for a session lock or a
-// store mutation lock that pi holds before it reports the session busy.
-const DefaultLockTimeout = rollback.DefaultLockTimeout
-
 // FsckRebuild is fsck's rollback.Fsck.Rebuild (package commands sets it on
 // the rollback.Fsck it runs, heal on its own): it rebuilds the sidecar of
 // s from its source with the migrate pipeline (RebuildSidecar: staging,

@@ -495,7 +495,7 @@ func checkMigrateOptions(opt *MigrateOptions) error {
 		return Usagef("--lock-timeout %s: want a positive duration", opt.LockTimeout)
 	}
 	if opt.LockTimeout == 0 {
-		opt.LockTimeout = DefaultLockTimeout
+		opt.LockTimeout = rollback.DefaultLockTimeout
 	}
 	if opt.Jobs < 0 {
 		return Usagef("--jobs %d: want a positive number", opt.Jobs)

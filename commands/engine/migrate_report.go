@@ -5,9 +5,8 @@ import (
 	"pisess/verify"
 )
 
-// What Migrate returns: a result per session (its plan, its outcome, what
-// was written) and the run's totals, which each tree's end record keeps
-// too (counts).
+// What Migrate returns: a result per session and the run's totals (which
+// each tree's end record keeps too).
 
 // PlanAction is what migrate plans for one session.
 type PlanAction string
@@ -31,10 +30,8 @@ const (
 	OutcomeRefused Outcome = "refused"
 	OutcomeBusy    Outcome = "busy"   // the session lock stayed held
 	OutcomeFailed  Outcome = "failed" // an error; nothing installed
-	// An interrupted run (issue 34 §3): a session it was working on
-	// stopped with nothing installed (its records say how far it got); one
-	// it never began has no record at all. Neither is a failure of the
-	// session: the next run does it.
+	// An interrupted run's sessions (issue 34 §3), begun (nothing
+	// installed) or not: no failure, the next run does them.
 	OutcomeInterrupted Outcome = "interrupted"
 	OutcomeNotStarted  Outcome = "not_started"
 )
@@ -71,33 +68,25 @@ type SessionResult struct {
 	Displaced    string            `json:"displaced,omitempty"`
 	Notes        []string          `json:"notes,omitempty"`
 	Error        *ErrorInfo        `json:"error,omitempty"`
-	// Incremental: the sidecar was refreshed in place, only the entries
-	// the source gained appended (refresh.go).
+	// Incremental: refreshed in place (refresh.go). Healed: the sidecar was
+	// damaged and rebuilt, the damaged one quarantined (issue 34 §2).
 	Incremental bool `json:"incremental,omitempty"`
-	// Healed: the sidecar was damaged (Class corrupt or partial) and the
-	// run rebuilt it from the source, keeping the damaged one in the
-	// quarantine (Displaced) and journaling a repair (issue 34 §2).
-	Healed bool `json:"healed,omitempty"`
-	// heal is the plan's (plan.heal).
-	heal bool
-	// prefixEntries and prefixChain describe the sidecar a SQLite
-	// session's build replaces (its entry count, read before staging) and
-	// the new build's chain after as many entries; headerID is the
-	// session's (rollback.Displaced's Database rule).
+	Healed      bool `json:"healed,omitempty"`
+	heal        bool // the plan's
+	// For rollback.Displaced's Database rule: the entries of the sidecar a
+	// SQLite session's build replaces, the new chain after as many, and the
+	// session's id.
 	prefixEntries         uint64
 	prefixChain, headerID string
-	// syncDirs are the directories the move of the displaced sidecar into
-	// the quarantine changed, synced once at the end of the run if the
-	// copy is kept (rollback.CutoverSpec.DeferQuarantineSync).
+	// syncDirs are the directories the move of a kept displaced sidecar
+	// changed, synced once at the end of the run.
 	syncDirs []string
 }
 
-// Problem reports whether the session counts against a clean exit.
-//
-// A session the reference's model refuses is a problem only when strict:
-// real trees always hold some (the TypeScript pi writes entries the Rust
-// model rejects), and pi keeps using them as JSONL, so a cron run must not
-// fail on them forever. They are listed as notices.
+// Problem reports whether the session counts against a clean exit. A
+// refused session is one only when strict: real trees always hold some,
+// pi keeps using them as JSONL, and a cron run must not fail on them
+// forever.
 func (s SessionResult) Problem(strict bool) bool {
 	switch s.Outcome {
 	case OutcomeFailed, OutcomeBusy, OutcomeLeft:

@@ -83,19 +83,17 @@ type session struct {
 	correlation string
 	migrationID string
 	sidecar     string
-	// prefix is the PrefixHash of the source bytes the sidecar is built
-	// from (JSONL), for the refresh record.
+	// prefix hashes the source bytes the sidecar is built from (JSONL),
+	// for the refresh record.
 	prefix normalize.PrefixHash
-	// verifiedNames are the sidecar's entries its verification walked
-	// (a refresh in place's), for the fresh cache, and verifiedKeys
-	// their metadata when it looked at each (verify.Report.Keys).
+	// The entries a refresh in place's verification walked, and their
+	// metadata (verify.Report.Keys), for the fresh cache.
 	verifiedNames []string
 	verifiedKeys  []discover.FileKey
-	// seal is the session's durable.Seal, opened before its first write
-	// (nil in a dry run, which makes nothing durable).
+	// seal is opened before the first write (nil in a dry run).
 	seal *durable.Seal
-	// heal: the sidecar this build replaces is damaged (plan.heal, or
-	// damaged, what a refresh in place found wrong in it).
+	// heal: the sidecar replaced is damaged (plan.heal, or damaged: what
+	// a refresh in place found wrong in it).
 	heal    bool
 	damaged string
 }
@@ -277,10 +275,9 @@ func (x *session) full(ctx context.Context, res SessionResult) SessionResult {
 }
 
 // stagingDir names the session's staging directory: beside the sidecar,
-// or for a dry run in a private directory of the run's own, flocked while
-// it is used (one a killed dry run leaves is removed by the next pisess:
-// privtmp.Sweep; issue 32 §3). done(kept) removes it unless it was
-// installed (kept), then the dry run's directory.
+// or for a dry run in a private directory, flocked while used (the next
+// pisess sweeps one a killed dry run leaves: privtmp.Sweep). done(kept)
+// removes it unless installed, then the dry run's directory.
 func (x *session) stagingDir() (staging string, done func(kept bool), err error) {
 	env := x.env
 	stagingParent := filepath.Dir(x.sidecar)
@@ -307,11 +304,10 @@ func (x *session) stagingDir() (staging string, done func(kept bool), err error)
 	}, nil
 }
 
-// stage writes the staging store from the session's source (opened here,
-// its first pass told to the schedule) under the session's seal, and
-// returns what the read gave for the verification to compare (rec, with
-// the source's fingerprint: fp, or the one the read took). ok is false
-// when res is the session's result already (refused or failed).
+// stage writes the staging store from the session's source under its
+// seal and returns what the read gave for the verification (rec, with the
+// source's fingerprint: fp, or the one the read took). ok is false when
+// res is the session's result already (refused or failed).
 func (x *session) stage(ctx context.Context, res SessionResult, staging string, fp *wire.SourceFingerprint) (rec verify.Staged, st writers.StageResult, _ SessionResult, ok bool) {
 	env, s := x.env, x.s
 	src, err := s.OpenToMigrate()

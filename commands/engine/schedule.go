@@ -28,35 +28,26 @@ type Env struct {
 	LockTimeout     time.Duration
 	DryRun          bool
 	Force           bool
-	// Journal is the session's tree journal (nil in a dry run, which
-	// writes nothing in the tree).
+	Log             zerolog.Logger
+	// The session's tree's journal (nil in a dry run), refresh records
+	// (nil: every refresh a full one, nothing recorded) and fresh cache
+	// (nil: a sidecar written is judged by next run's status).
 	Journal *ledger.Journal
-	Log     zerolog.Logger
-	// Refresh is the session's tree's refresh record (nil: every refresh
-	// is a full rebuild, and nothing is recorded).
 	Refresh *ledger.RefreshRecords
-	// Fresh is the session's tree's fresh cache (nil: a sidecar written is
-	// judged by a status next run).
-	Fresh *verify.FreshCache
-	// InPlace lets a refresh continue the sidecar where it lies
-	// (refreshInPlace) instead of rebuilding it from the whole source
-	// (KeepDisplaced turns it off: a sidecar continued in place displaces
-	// nothing to keep).
+	Fresh   *verify.FreshCache
+	// InPlace lets a refresh continue the sidecar where it lies (off with
+	// --keep-displaced: that displaces nothing to keep).
 	InPlace bool
-	// slot, when set, is the session's place in runJobs' pipeline.
-	slot *buildSlot
-	// waitAside, when set (fsck's rebuilds), runs a wait for a lock
-	// without the session's place in its caller's pool.
+	// slot is the session's place in runJobs' pipeline; waitAside (fsck's
+	// rebuilds) runs a lock wait without the place in its caller's pool.
+	slot      *buildSlot
 	waitAside func(wait func())
-	// sessionLocked says the caller holds the session lock for the whole
-	// build (fsck --repair holds it from its check to its rebuild): the
-	// build takes none.
+	// sessionLocked: the caller holds the session lock for the whole build
+	// (fsck --repair, from its check to its rebuild).
 	sessionLocked bool
-	// onOpened, when set (a test's seams.opened), is called with the
-	// session's path when its source has had its first pass.
-	onOpened func(path string)
-	// leftovers, when set, keeps the staging directories a session could
-	// not remove, for the end of the run.
+	// onOpened is seams.opened; leftovers keeps the staging directories a
+	// session could not remove, for the end of the run.
+	onOpened  func(path string)
 	leftovers *rollback.Leftovers
 }
 
