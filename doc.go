@@ -55,6 +55,7 @@
 // commands calls the owning package itself for status and verify
 // (verify), runs and prune (ledger), rollback and fsck (rollback; fsck's
 // rebuilds go through engine.FsckRebuild, migrate's pipeline), inspect
-// (writers/store) and build (writers), so that engine orchestrates
-// migrate only.
+// (writers/store) and build (writers), and upgrade's run is
+// writers/upgrade's (upgrade.Run, below ledger so that it keeps its tree
+// lock and journal), so that engine orchestrates migrate only.
 package main
