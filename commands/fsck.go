@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
@@ -16,7 +15,6 @@ import (
 	"pisess/readers/discover"
 	"pisess/rollback"
 	"pisess/verify"
-	"pisess/writers/durable"
 )
 
 func fsckCommand(r *run) *cli.Command {
@@ -86,8 +84,7 @@ fsck --repair makes.`,
 				return err
 			}
 			var bar Progress = noProgress{}
-			rep, err := runFsck(r.log.WithContext(c.Context), fsckOptions{
-				Paths:  c.Args().Slice(),
+			rep, err := runFsck(r.log.WithContext(c.Context), c.Args().Slice(), &rollback.Fsck{
 				Repair: c.Bool("repair"),
 				Jobs:   c.Int("jobs"),
 				Clock:  clock,
@@ -119,31 +116,11 @@ fsck --repair makes.`,
 	))
 }
 
-// fsckOptions configure runFsck. Repair, LockTimeout (0:
-// rollback.DefaultLockTimeout), LockWait (--lock-wait; 0: exit 32 at
-// once), Clock (nil: the wall clock), Ops and Progress are rollback.Fsck's.
-type fsckOptions struct {
-	// Paths are session files or trees; none means discover.DefaultRoots.
-	Paths  []string
-	Repair bool
-	// Jobs is how many sessions are checked (and repaired) at once; 0
-	// means the number of CPUs the process may use (tune.CPUs).
-	Jobs int
-	// CorrelationID is the run's id for --repair (journal notes, the
-	// quarantine directory); "" generates one.
-	CorrelationID string
-	LockTimeout   time.Duration
-	LockWait      time.Duration
-	Clock         func() time.Time
-	Ops           durable.Ops
-	Progress      func(done, total int)
-}
-
-// runFsck checks every session under opt.Paths the way e2fsck checks a
-// file system, tree by tree under each tree's lock, and with opt.Repair
-// mends what can be mended and checks again (rollback.Fsck says what it
-// finds and how it repairs; the rebuilds go through the migrate pipeline,
-// engine.FsckRebuild).
+// runFsck runs r, fsck's check (and with r.Repair its repairs: rollback.Fsck
+// says what it finds and mends), over every session under roots (none: the
+// default tree) the way e2fsck checks a file system, tree by tree under
+// each tree's lock; the rebuilds go through the migrate pipeline
+// (engine.FsckRebuild).
 //
 // The report's Tally gives the exit status (exit.go; the values are fsck
 // --help's): 0 clean, 1 problems found and all repaired, 4 problems left,
@@ -153,27 +130,23 @@ type fsckOptions struct {
 // source the reference refuses (pi keeps using it as JSONL), a stale
 // sidecar (pi reads the session file until a refresh;
 // verify.FsckFinding's Notice).
-func runFsck(ctx context.Context, opt fsckOptions) (fsckReport, error) {
-	roots := opt.Paths
-	if len(roots) == 0 {
-		var err error
-		if roots, err = discover.DefaultRoots(); err != nil {
-			return fsckReport{}, err
-		}
+func runFsck(ctx context.Context, roots []string, r *rollback.Fsck) (fsckReport, error) {
+	roots, err := discover.RootsOrDefault(roots)
+	if err != nil {
+		return fsckReport{}, err
 	}
 	trees, err := discover.Walk(roots)
 	if err != nil {
 		return fsckReport{}, fmt.Errorf("fsck: %w", err)
 	}
-	r := &rollback.Fsck{Repair: opt.Repair, Jobs: opt.Jobs, LockTimeout: opt.LockTimeout, LockWait: opt.LockWait,
-		Clock: opt.Clock, Ops: opt.Ops, Log: zerolog.Ctx(ctx), Progress: opt.Progress}
+	r.Log = zerolog.Ctx(ctx)
 	if r.Jobs <= 0 {
 		r.Jobs = tune.CPUs()
 	}
 	r.Rebuild = engine.FsckRebuild(r)
-	rep := fsckReport{Repair: opt.Repair}
-	if opt.Repair {
-		rep.CorrelationID = opt.CorrelationID
+	rep := fsckReport{Repair: r.Repair}
+	if r.Repair {
+		rep.CorrelationID = r.CorrelationID
 		if rep.CorrelationID == "" {
 			rep.CorrelationID = ledger.NewCorrelationID()
 		} else if !ledger.ValidCorrelationID(rep.CorrelationID) {

@@ -349,11 +349,9 @@ func (r *run) checkHandedTrees(c *cli.Context) (ran bool, err error) {
 	if len(handed) == 0 {
 		return true, fmt.Errorf("%s is set but no tree was opened for this run (the variable is pisess's own: unset it)", envOwnerChild)
 	}
-	paths := treeCommands[c.Command.Name](c)
-	if len(paths) == 0 {
-		if paths, err = discover.DefaultRoots(); err != nil {
-			return true, err
-		}
+	paths, err := discover.RootsOrDefault(treeCommands[c.Command.Name](c))
+	if err != nil {
+		return true, err
 	}
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)

@@ -168,12 +168,9 @@ func runRollback(ctx context.Context, opt rollbackOptions) (rollbackReport, erro
 		return rollbackReport{}, engine.Usagef("correlation id %q is malformed: want 8 to 128 characters of A-Z a-z 0-9 . _ : -", opt.CorrelationID)
 	}
 	rep := rollbackReport{CorrelationID: opt.CorrelationID, DryRun: opt.DryRun}
-	roots := opt.Trees
-	if len(roots) == 0 {
-		var err error
-		if roots, err = discover.DefaultRoots(); err != nil {
-			return rep, fmt.Errorf("default session tree: %w", err)
-		}
+	roots, err := discover.RootsOrDefault(opt.Trees)
+	if err != nil {
+		return rep, err
 	}
 	res, err := rollback.InTrees(ctx, roots, opt.CorrelationID, ropt, opt.LockWait)
 	rep.Sessions, rep.Forged = res.Sessions, res.Forged

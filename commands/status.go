@@ -79,12 +79,9 @@ func (statusReport) Tally() engine.Tally { return engine.Tally{} }
 // runStatus lists the status of every session under opt.Paths
 // (verify.ListStatus). It never writes and never locks.
 func runStatus(ctx context.Context, opt statusOptions) (statusReport, error) {
-	roots := opt.Paths
-	if len(roots) == 0 {
-		var err error
-		if roots, err = discover.DefaultRoots(); err != nil {
-			return statusReport{}, err
-		}
+	roots, err := discover.RootsOrDefault(opt.Paths)
+	if err != nil {
+		return statusReport{}, err
 	}
 	l, err := verify.ListStatus(ctx, roots)
 	return statusReport{l}, err

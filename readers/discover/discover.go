@@ -209,16 +209,22 @@ func WalkWith(roots []string, opt Options) ([]Tree, error) {
 	return WalkContext(context.Background(), roots, opt)
 }
 
+// RootsOrDefault returns paths, or the default tree ([DefaultRoots]) when
+// there are none: the trees of a command line.
+func RootsOrDefault(paths []string) ([]string, error) {
+	if len(paths) > 0 {
+		return paths, nil
+	}
+	return DefaultRoots()
+}
+
 // WalkPaths is [WalkContext] over paths, the default tree
 // ([DefaultRoots]) when there are none, each of which must exist: the
 // walk of a run over the paths of its command line.
 func WalkPaths(ctx context.Context, paths []string, opt Options) ([]Tree, error) {
-	if len(paths) == 0 {
-		roots, err := DefaultRoots()
-		if err != nil {
-			return nil, fmt.Errorf("default session tree: %w", err)
-		}
-		paths = roots
+	paths, err := RootsOrDefault(paths)
+	if err != nil {
+		return nil, err
 	}
 	for _, p := range paths {
 		if _, err := os.Lstat(p); err != nil {
@@ -339,12 +345,9 @@ func TreeOfFile(path string) string { return TreeRoot(path) }
 // TreeRoots resolves paths (none: the default tree, [DefaultRoots]) to
 // their distinct tree roots ([TreeRoot]), sorted; each path must exist.
 func TreeRoots(paths []string) ([]string, error) {
-	if len(paths) == 0 {
-		d, err := DefaultRoots()
-		if err != nil {
-			return nil, fmt.Errorf("default session tree: %w", err)
-		}
-		paths = d
+	paths, err := RootsOrDefault(paths)
+	if err != nil {
+		return nil, err
 	}
 	seen := map[string]bool{}
 	var out []string
