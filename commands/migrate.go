@@ -43,8 +43,9 @@ reading the session as JSONL, and it does not change the exit status unless
 --strict).
 
 Per session, under the session lock <file>.lock (the flock pi takes; a
-session still locked after --lock-timeout is reported busy, and the sessions
-after it are migrated meanwhile): the store is built in
+session still locked after --lock-timeout is reported busy, as is a SQLite
+database another process keeps locked, and the sessions after it are migrated
+meanwhile): the store is built in
 <stem>.v2.staging.<uuid> from one read of the source, verified against what
 that read produced (every frame's CRC, entry ids, parents and types in order,
 the hash chain, index, manifest, invariants INV-001..INV-007, pi's acceptance

@@ -207,9 +207,11 @@ func TestSQLiteLockedIsARunFailure(t *testing.T) {
 			// this process would drop this process's POSIX locks.
 			r := childJSON[jsonMigrate](t, nil, "migrate", root)
 			release()
-			// Busy, as a session pi holds locked, or failed: either way
-			// counted, exit 4.
+			// Busy, as a session pi holds locked: counted, exit 4.
 			checkRunFailure(t, root, db, r, "exclusive lock", "busy")
+			if outcome, class, msg := outcomeOf(r, db); outcome != "busy" || class != "busy" {
+				t.Errorf("a locked database: %s (%s: %s), want busy, as a held session lock is", outcome, class, msg)
+			}
 			checkMigratedNow(t, root, db)
 		})
 	}

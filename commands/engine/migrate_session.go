@@ -142,6 +142,15 @@ func (x *session) failed(res SessionResult, class wire.ErrorClass, v wire.Verifi
 		x.env.Log.Warn().Str("session", x.s.Path).Err(err).Msg("source changed while it was read")
 		return fail(res, ClassSourceChanged, fmt.Errorf("%s changed while pisess read it (a writer that does not take pi's session lock, such as the TypeScript pi, wrote it): the next run migrates it", x.s.Path))
 	}
+	if r := readers.AsRefused(err); r != nil && r.Class == readers.ClassLocked {
+		// Another process holds the database locked, as pi holds a
+		// session it writes: busy, as when the session lock stays held.
+		if jerr := x.journal(x.event(wire.PhaseFailed, v, wire.OutcomeRecoverableError, wire.ErrorClassIOFailure)); jerr != nil {
+			err = fmt.Errorf("%w (and %v)", err, jerr)
+		}
+		res.Outcome, res.Error = OutcomeBusy, &ErrorInfo{Class: "busy", Message: err.Error() + ": the next run migrates it"}
+		return res
+	}
 	canceled := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 	if canceled {
 		// An interrupt is not damage: the contract has no "cancelled"
