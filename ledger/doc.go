@@ -55,7 +55,7 @@
 // (freshcache.go says when a verdict may be kept). A system clock stepped
 // back by more than 2 s while a run plans is the one change it cannot see,
 // as racily-clean git cannot. refresh.json keeps what each installed
-// sidecar was built from (RefreshRecord; commands/engine's doc says how a
+// sidecar was built from (RefreshRecord; docs/design.md says how a
 // refresh uses it), every member of an entry required: the file is
 // stamped, so an entry that lacks one (or whose SHA-256 states do not
 // finish as their digests) was written by no pisess that reads it, and is

@@ -52,11 +52,9 @@ func identityOfKey(k discover.FileKey) (ledger.FileIdentity, bool) {
 		MtimeNs: int64(k.MtimeSec)*1e9 + int64(k.MtimeNsec), CtimeNs: int64(k.CtimeSec)*1e9 + int64(k.CtimeNsec)}, true
 }
 
-// planWithCache plans jb's session, first asking the tree's refusal cache
-// (jb.cache): a session refused before and unchanged since is refused
-// again without being read, locked or journaled (issue 12, item 4). The
-// tree's fresh cache (jb.fresh) stands in for the sidecar's status when
-// it can (planSession).
+// planWithCache plans jb's session, first asking the tree's refusal cache:
+// a session refused before and unchanged since is refused again without
+// being read, locked or journaled (issue 12, item 4).
 func planWithCache(jb *job, force bool) {
 	s := jb.session
 	if jb.cache != nil && s.Refusal == nil {
@@ -76,15 +74,13 @@ func planWithCache(jb *job, force bool) {
 	jb.plan = planSession(s, force, jb.fresh)
 }
 
-// isVerdict says which refusals the refusal cache may hold: the
-// reference's verdicts on a session's bytes, never an error of one run
-// (readers.Class.Transient).
+// isVerdict: the refusal cache holds the reference's verdicts on a
+// session's bytes, never an error of one run (readers.Class.Transient).
 func isVerdict(class string) bool { return !readers.Class(class).Transient() }
 
-// recordRefusal updates the refusal cache c with a session's outcome: a
-// refusal found by reading the session is remembered with the identity
-// taken before the read (a write during the read changes it, so the
-// session is read again); a session installed is forgotten.
+// recordRefusal remembers a refusal found by reading the session, with
+// the identity taken before the read (a write meanwhile changes it), and
+// forgets a session installed.
 func recordRefusal(c *ledger.RefusalCache, jb job, res SessionResult) {
 	switch {
 	case jb.fromCache || !jb.hasIdentity || jb.session.Rel == "":

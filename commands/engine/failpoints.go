@@ -2,13 +2,10 @@ package engine
 
 import "pisess/writers/durable"
 
-// The failpoints of the per-session migrate pipeline (build), in the order
-// they are met; fsck --repair's rebuild passes them too. The crash harness
-// (commands/crash_test.go, -tags failpoints) kills pisess at each of them,
-// as at every other name durable.KnownFailpoints lists. Between the
-// session lock and the cutover, a crash leaves at most a staging directory
-// (pisess's own partial output, which fsck --repair quarantines); from the
-// cutover on, rollback.Cutover's failpoints describe what it leaves.
+// The failpoints of the per-session pipeline (build), in the order they
+// are met, fsck --repair's rebuild included; the crash harness
+// (commands/crash_test.go, -tags failpoints) kills pisess at each. The
+// crash story is doc.go's.
 var (
 	fpBeforeStage       = durable.Register("engine.before-stage")        // session locked and fingerprinted, no staging directory yet
 	fpAfterStage        = durable.Register("engine.after-stage")         // staging store written (not yet durable), staging_copy not yet recorded

@@ -109,14 +109,13 @@ type migrateRun struct {
 	rep    MigrateReport
 	judges verify.FreshJudges
 	// cachesOf are the trees' state files, read from when the walk meets
-	// each tree; generations are the trees' ledger.Generation, taken just
-	// before.
+	// each tree; generations their ledger.Generation, taken just before.
 	cachesOf    map[string]*treeCaches
 	generations map[string]string
 	// journals are the trees' journals, by root (none in a dry run).
 	journals map[string]*ledger.Journal
-	// listed are the sessions the walk found, by tree (for the caches'
-	// saves, which drop the entries of sessions that are gone).
+	// listed are the sessions the walk found, by tree (the caches drop
+	// the others as they are saved).
 	listed map[string]map[string]bool
 	// jobs are the run's sessions, planned into place; ready[i] is closed
 	// once jobs[i] is planned.
@@ -288,10 +287,8 @@ func (r *migrateRun) plan(ctx context.Context, busy <-chan struct{}) <-chan int6
 			jb := &r.jobs[i]
 			planWithCache(jb, r.opt.Force)
 			if a := jb.plan.action; jb.refresh != nil && jb.session.Rel != "" && (a == PlanRefresh || a == PlanMigrate) {
-				// What the record said before the session's run replaces
-				// it: the evidence about the sidecar a refresh displaces
-				// (read for the sessions that run only: the records are
-				// decoded when first asked for).
+				// The record as it was: the evidence about the sidecar a
+				// refresh displaces (decoded only for sessions that run).
 				jb.prior, jb.hasPrior = jb.refresh.Get(jb.session.Rel)
 			}
 		})
@@ -314,8 +311,7 @@ func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
 	busy := make(chan struct{}) // closed when the first session starts
 	planned := r.plan(ctx, busy)
 	ops := opt.Ops
-	// Sessions not finished yet: a seal lingers only while another one
-	// may come to share it.
+	// A seal lingers only while another session may come to share it.
 	var unfinished atomic.Int64
 	unfinished.Store(int64(len(r.jobs)))
 	if ops.Seals == nil {
@@ -336,8 +332,7 @@ func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
 				r.log.Warn().Err(err).Str("session", res.Path).Msg("displaced sidecar kept")
 			}
 		}
-		// Only the bytes the plan counted: a skipped or refused
-		// session's would take the progress past its total.
+		// Only the bytes the plan counted (its total).
 		if a := r.jobs[i].plan.action; opt.Progress != nil && (a == PlanMigrate || a == PlanRefresh) {
 			opt.Progress(r.jobs[i].session.Size)
 		}
@@ -363,10 +358,9 @@ func (r *migrateRun) planAndRun(ctx context.Context) rollback.DiscardResults {
 }
 
 // endRuns appends each tree's end record (ledger.RunEnd) to the journal
-// the run wrote to: its summary for that tree, whether it was
-// interrupted, and the dead runs it healed (their leftovers, or their
-// tree lock taken over). A run that wrote nothing writes no end, unless
-// it took over a dead run's lock, which it then records as healed.
+// the run wrote to: its totals there, whether it was interrupted, and the
+// dead runs it healed (their leftovers, or their lock taken over, which a
+// run that wrote nothing records too).
 func (r *migrateRun) endRuns(interrupted bool) {
 	for root, j := range r.journals {
 		var sessions []SessionResult
@@ -391,9 +385,8 @@ func (r *migrateRun) endRuns(interrupted bool) {
 	}
 }
 
-// syncJournals makes durable the sessions' progress records, appended
-// without their own fsync (ledger.Journal.AppendUnsynced), before the run
-// reports.
+// syncJournals makes the sessions' unsynced progress records durable
+// before the run reports.
 func (r *migrateRun) syncJournals() {
 	for root, j := range r.journals {
 		if err := j.Sync(); err != nil {
@@ -433,11 +426,9 @@ func (r *migrateRun) settleDisplaced(discarded rollback.DiscardResults) {
 	syncKeptDisplaced(r.env.Ops, r.rep.Sessions, r.log)
 }
 
-// saveCaches saves the trees' state files. Only work saved is lost when
-// one cannot be: the next refresh is a full one, the next run reads the
-// refused sessions or judges every sidecar again. The refresh records are
-// saved while the caches are: separate files, each a megabyte or two of a
-// large tree to encode and write, at the end of the run (issue 14).
+// saveCaches saves the trees' state files, the refresh records beside the
+// caches (issue 14: each a megabyte or two of a large tree). A file not
+// saved loses only work saved: the next run does it again.
 func (r *migrateRun) saveCaches() {
 	var recordsSaved sync.WaitGroup
 	recordsSaved.Go(func() {
@@ -461,8 +452,7 @@ func (r *migrateRun) saveCaches() {
 	for _, c := range r.fresh {
 		if !wrote[c.Tree()] {
 			// A run that changed nothing writes nothing (issue 12): the
-			// verdicts wait for the next run that writes anyway (in a
-			// tree pi uses, the next refresh).
+			// verdicts wait for the next run that writes.
 			continue
 		}
 		c.Settle()
@@ -516,9 +506,8 @@ func displacedOf(jb job, res SessionResult) rollback.Displaced {
 }
 
 // syncKeptDisplaced makes the moves of the displaced sidecars the run
-// kept durable: each directory they changed is synced once, however many
-// sessions share it (a discarded copy needs none: a crash that undoes its
-// move leaves it at its backup name, which fsck quarantines).
+// kept durable, each directory once (a discarded copy needs none: a crash
+// that undoes its move leaves a backup, which fsck quarantines).
 func syncKeptDisplaced(ops durable.Ops, sessions []SessionResult, log zerolog.Logger) {
 	synced := map[string]bool{}
 	for _, s := range sessions {

@@ -32,11 +32,9 @@ func runSession(ctx context.Context, env Env, s discover.Session, p plan, correl
 	return build(ctx, env, s, planned(s, p), correlationID)
 }
 
-// RebuildSidecar builds the sidecar of s from its source and installs it
-// (a refresh), through the same pipeline as migrate: session lock, staging,
-// verification, clean source state, cutover keeping the displaced store in
-// the quarantine, every phase in the journal. fsck --repair uses it for
-// stale and corrupt sidecars. A nil env.Journal is opened for s.Tree.
+// RebuildSidecar rebuilds the sidecar of s from its source and installs
+// it through migrate's pipeline, the displaced store quarantined: fsck
+// --repair's rebuild. A nil env.Journal is opened for s.Tree.
 func RebuildSidecar(ctx context.Context, env Env, s discover.Session, correlationID string, reason string) SessionResult {
 	res := planned(s, plan{action: PlanRefresh, reason: reason})
 	if s.Refusal != nil {
@@ -112,10 +110,9 @@ func (x *session) journal(ev wire.MigrationEvent) error {
 	return x.journalEvents(true, ev)
 }
 
-// progress appends events that no recovery reads (planned, staging_copy,
-// integrity_check, completed) without their own fsync: the staging seal,
-// the cutover's synced records or the end of the run make them durable
-// (ledger.Journal.AppendAllUnsynced). Several are written at once.
+// progress appends events no recovery reads (planned, staging_copy,
+// integrity_check, completed) unsynced: the seal, the cutover's synced
+// records or the end of the run make them durable.
 func (x *session) progress(evs ...wire.MigrationEvent) error {
 	return x.journalEvents(false, evs...)
 }
@@ -153,10 +150,8 @@ func (x *session) failed(res SessionResult, class wire.ErrorClass, v wire.Verifi
 	}
 	canceled := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 	if canceled {
-		// An interrupt is not damage: the contract has no "cancelled"
-		// class, and io_failure with a recoverable outcome is the one
-		// that says "the run stopped, run it again" (doc.go:
-		// Interrupts); the session report says canceled.
+		// An interrupt is not damage: io_failure with a recoverable
+		// outcome says "run it again" (docs/design.md, Interrupts).
 		class = wire.ErrorClassIOFailure
 	}
 	outcome := wire.OutcomeFatalError
@@ -239,9 +234,8 @@ func (x *session) full(ctx context.Context, res SessionResult) SessionResult {
 		return res
 	}
 	durable.Failpoint(fpAfterStage)
-	// The staging slot is free once the store is written: its verification
-	// (a read-back of what was just written, from the page cache) and its
-	// install overlap the next session's build (issue 14).
+	// The staging slot is free: verification (a read-back from the page
+	// cache) and install overlap the next session's build (issue 14).
 	env.yield()
 	res.Entries, res.Bytes = st.Entries, st.Bytes
 	if err := x.progress(x.event(wire.PhaseStagingCopy, none, wire.OutcomeOK, "")); err != nil {
@@ -345,9 +339,8 @@ func (x *session) stage(ctx context.Context, res SessionResult, staging string, 
 			return rec, st, x.refusedOrFailed(res, err), false
 		}
 	}
-	// The staging store is written without a single fsync and sealed
-	// once, after its ledger and source state, before the cutover: it is
-	// invisible to pi until then (issue 14).
+	// Unsynced, sealed once before the cutover: invisible to pi until
+	// then (issue 14).
 	sops := env.Ops
 	sops.DeferSync = true
 	sopt := writers.StageOptions{MaxSegmentBytes: env.MaxSegmentBytes, Clock: env.Clock, Ops: sops, Verified: true, SourcePath: s.Path}
@@ -386,11 +379,10 @@ func (x *session) giveToOwner(staging string) (uid, gid int, err error) {
 	return uid, gid, nil
 }
 
-// openSeal opens the session's seal on dir, the store about to be written
-// (made first, empty, when create), before its first byte is written, so
-// that the seal's syncfs reports any of its writeback errors (issue 32
-// §4); a seal opened before (by a refresh in place that gave way) is
-// closed.
+// openSeal opens the session's seal on dir (made first when create)
+// before the store's first byte, so that its syncfs reports any writeback
+// error (issue 32 §4); a seal opened before (a refresh in place that gave
+// way) is closed.
 func (x *session) openSeal(dir string, create bool) error {
 	if create {
 		// Not synced: the seal makes the directory's creation durable

@@ -11,10 +11,8 @@ import (
 	"pisess/writers/wire"
 )
 
-// The plan of one session: what migrate intends for it, from discovery,
-// the sidecar's status (or the fresh cache's word) and the options, and
-// the result of a session whose plan is its result (skip, needs repair,
-// refuse). caches.go asks the refusal cache first.
+// The plan of one session, from discovery, the sidecar's status (or the
+// fresh cache's word) and the options (caches.go asks the refusal cache).
 
 // plan is what migrate intends for one session, and why.
 type plan struct {
@@ -23,14 +21,12 @@ type plan struct {
 	notes  []string
 	// class is the sidecar's status class when one exists.
 	class verify.Class
-	// refusal is the planned refusal when discovery's Refusal is nil (a
-	// header version other than 3), so that the report names its line.
+	// refusal is the planned refusal of a header version other than 3.
 	refusal *readers.RefusedError
 	// failure, when set, is the session's failure found while planning
 	// (its status could not be taken): nothing is read or written.
 	failure *ErrorInfo
-	// heal: the refresh rebuilds a damaged sidecar (class corrupt or
-	// partial) from the source, keeping the damaged one in the quarantine.
+	// heal: the refresh rebuilds a damaged sidecar, quarantining it.
 	heal bool
 	// busy: the session's lock is held with staging beside it (pi
 	// rebuilding its sidecar): nothing is done, the result is busy.

@@ -43,15 +43,11 @@ func (x *session) remember(fp wire.SourceFingerprint, st writers.StageResult) {
 	})
 }
 
-// refreshInPlace continues a stale sidecar where it lies with what its
-// source gained, when the refresh record proves the source is the bytes
-// the sidecar was built from followed by whole new lines (docs/design.md,
-// "The two refresh paths"): writers.AppendInPlace under the store
-// mutation lock, rollback.PrepareInPlace before the first byte changes,
-// verify.VerifiedAppend, one seal, rollback.CommitInPlace. The store is
-// byte for byte the one a full rebuild writes. ok is false whenever it
-// cannot be done: build then rebuilds from the whole source, which a
-// dirty sidecar does not hinder. It runs under the session lock.
+// refreshInPlace continues a stale sidecar where it lies with the whole
+// lines its source gained since the refresh record (docs/design.md, "The
+// two refresh paths"), byte for byte as a full rebuild would write it.
+// ok is false whenever it cannot: build then rebuilds from the whole
+// source, which a dirty sidecar does not hinder. Under the session lock.
 func (x *session) refreshInPlace(ctx context.Context, res SessionResult) (_ SessionResult, ok bool) {
 	env, s := x.env, x.s
 	rec, prefix, ok := x.appendRecord(res)
@@ -97,9 +93,7 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult) (_ Sess
 			names, ok = env.Fresh.FramesVouched(s)
 			return names, ok
 		},
-		// Written: the staging slot is free. The manifest, verification
-		// (a read-back of what was just written), ledger, seal and commit
-		// overlap the next session's writing, as a full build's do (build).
+		// Written: the slot is free, the rest overlaps the next session.
 		IndexSHA256State: rec.IndexState(),
 		Written:          env.yield})
 	switch {
@@ -163,10 +157,9 @@ func (x *session) refreshInPlace(ctx context.Context, res SessionResult) (_ Sess
 	return res, true
 }
 
-// damagedBase notes that the sidecar a refresh in place began from holds
-// a frame that does not match its row (err): the full rebuild that follows
-// is a heal, which keeps the damaged sidecar in the quarantine (else the
-// discarder would take it for a reproducible one).
+// damagedBase notes a frame of the sidecar that does not match its row
+// (err): the full rebuild that follows is a heal, which keeps the damaged
+// sidecar (the discarder would take it for a reproducible one).
 func (x *session) damagedBase(err error) {
 	if errors.Is(err, wire.ErrChecksum) {
 		x.heal, x.damaged = true, err.Error()
@@ -188,9 +181,8 @@ func (x *session) openAppended(rec ledger.RefreshRecord, prefix normalize.Prefix
 
 // appendRecord returns the session's refresh record and the PrefixHash of
 // the source bytes it describes when a refresh in place may be tried: a
-// JSONL session being refreshed (not forced, not a dry run, the run may
-// continue sidecars in place) whose sidecar is the one the record
-// describes (the same manifest.json).
+// JSONL session refreshed in place (not forced, not a dry run) whose
+// manifest.json is the one the record describes.
 func (x *session) appendRecord(res SessionResult) (ledger.RefreshRecord, normalize.PrefixHash, bool) {
 	env, s := x.env, x.s
 	if env.Refresh == nil || !env.InPlace || env.DryRun || env.Force || res.Action != PlanRefresh || res.heal ||
@@ -218,12 +210,10 @@ func matchesRecord(b store.Base, rec ledger.RefreshRecord) string {
 	return ""
 }
 
-// verifyAppended verifies the sidecar src's appended entries were written
-// into, fills res's verification, counts and the incremental note, and
-// records the staging_copy and integrity_check events. A store that fails
-// its verification gives an invalid Passed (a full rebuild follows, which
-// says what is wrong if anything still is); a non-nil stop is the
-// session's result.
+// verifyAppended verifies the sidecar src's entries were appended to,
+// fills res and journals staging_copy and integrity_check. A store that
+// fails gives an invalid Passed (a full rebuild follows); a non-nil stop
+// is the session's result.
 func (x *session) verifyAppended(ctx context.Context, res *SessionResult, ar writers.AppendResult, src *jsonl.AppendSource, uid, gid int, baseNames []string) (verify.Passed, wire.Verification, *SessionResult) {
 	env, s := x.env, x.s
 	none := wire.Verification{}

@@ -59,10 +59,8 @@ func (e Env) opened() {
 	}
 }
 
-// fullPass tells runJobs the session's source is about to have a full
-// first pass: a session that was given a small refresh's reading place
-// (lightRefresh) and must be rebuilt from its whole source trades it for
-// a full one first.
+// fullPass tells runJobs the session's whole source is about to be read:
+// a light reading place (lightRefresh) is traded for a full one first.
 func (e Env) fullPass() {
 	if e.slot != nil {
 		e.slot.full()
@@ -79,9 +77,8 @@ func (e Env) yield() {
 }
 
 // aside runs wait (for pi to let go of the session's lock) without the
-// session's reading place, so that the sessions planned after it are read
-// meanwhile instead of waiting up to --lock-timeout behind it, then takes
-// a place of the same kind again.
+// session's reading place, so the sessions after it are read meanwhile,
+// then takes a place of the same kind again.
 func (e Env) aside(wait func()) {
 	switch {
 	case e.slot != nil:
@@ -142,11 +139,9 @@ func (b *buildSlot) release() {
 	}
 }
 
-// handOver lets the goroutine a freed place woke (runJobs' loop, the next
-// session's worker) run now: woken on this CPU, it would wait for this
-// session to block, while the other CPU plans or spins looking for work
-// (issue 14: a steady refresh, median of 15 alternating runs, 0.78 -> 0.70
-// s of CPU at the same wall time).
+// handOver lets the goroutine a freed place woke run now, rather than
+// after this session blocks while the other CPU spins (issue 14: a steady
+// refresh 0.78 -> 0.70 s of CPU, median of 15 alternating runs).
 func handOver() { runtime.Gosched() }
 
 func (e Env) now() time.Time {
@@ -253,11 +248,8 @@ func planInto(ctx context.Context, jobs []job, ready []chan struct{}, busy <-cha
 				if ready != nil {
 					close(ready[i])
 					if jobs[i].plan.runs() {
-						// The run's loop waits for it: it is woken on this
-						// CPU, where it would wait for this planner's time
-						// slice (~10 ms) to end while the other CPU plans
-						// too (issue 14: the first session of a steady
-						// refresh started 13-27 ms after its plan).
+						// The run's loop waits for it, else until this
+						// planner's time slice ends (issue 14: 13-27 ms).
 						handOver()
 					}
 				}
@@ -302,9 +294,8 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 	next := make(chan started)
 	reading, light, staging := make(chan struct{}, n), make(chan struct{}, n), make(chan struct{}, n)
 	var wg sync.WaitGroup
-	// Besides a reader, a stager and a third worker per job, sealWorkers
-	// more let sessions wait for a shared seal (SyncGroup.Linger) while
-	// the next ones are read and staged.
+	// A reader, a stager and an installer per job, and sealWorkers more
+	// to wait for a shared seal while the next ones are read and staged.
 	for w := 0; w < 3*n+sealWorkers; w++ {
 		wg.Add(1)
 		go func() {
@@ -348,19 +339,16 @@ func runJobs(ctx context.Context, env Env, jobs []job, ready []chan struct{}, bu
 			continue
 		}
 		if res, ok := decided(jobs[i].session, jobs[i].plan); ok {
-			// Nothing to read or write: its result is the plan's, without
-			// the two goroutine switches of a worker (issue 14: 1,800 of
-			// the 2,000 sessions of a steady refresh).
+			// Its result is the plan's, without a worker's two goroutine
+			// switches (issue 14: 1,800 of 2,000 sessions of a refresh).
 			results[i] = res
 			if finished != nil {
 				finished(i, results[i])
 			}
 			continue
 		}
-		// Reading slots are taken here, in the order of jobs, not by
-		// the workers that race for them: a session that waits for its
-		// lock (pi is writing it) must not start before, and hold up,
-		// the sessions planned ahead of it.
+		// Reading places are taken here, in the order of jobs: a session
+		// waiting for its lock must not hold up those planned before it.
 		small := lightRefresh(env, jobs[i])
 		place := takePlace(ctx, reading, light, small)
 		if place == nil {
@@ -406,21 +394,17 @@ func takePlace(ctx context.Context, reading, light chan struct{}, small bool) ch
 	return place
 }
 
-// A refresh in place reads little besides its source's recorded prefix
-// (hashed as it is read) and its store's index rows: what it holds is its
-// base's ids (~25 bytes an entry, idgraph) and the appended entries. One
-// of at most lightEntries entries that gained at most lightAppended bytes
-// may take a light reading place (buildSlot): each holds under 8 MB.
+// A refresh in place holds its base's ids (~25 bytes an entry) and the
+// appended entries: one of at most lightEntries entries that gained at
+// most lightAppended bytes holds under 8 MB and may take a light place.
 const (
 	lightEntries  = 1 << 17
 	lightAppended = 4 << 20
 )
 
-// lightRefresh reports whether jb's reading is expected to be a small
-// refresh in place: a refresh of a JSONL session whose record (taken at
-// planning) allows the in-place continuation, of a small base, by a few
-// appended bytes. A guess from the plan: a session that turns out to need
-// a full rebuild trades its light place for a full one (Env.fullPass).
+// lightRefresh guesses from the plan whether jb is a small refresh in
+// place (its record allows one, of a small base, by a few appended
+// bytes); one that turns out a full rebuild trades places (Env.fullPass).
 func lightRefresh(env Env, jb job) bool {
 	s := jb.session
 	if !env.InPlace || env.DryRun || env.Force || jb.plan.action != PlanRefresh || s.Format != readers.FormatJSONLv3 || !jb.hasPrior {
