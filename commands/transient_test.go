@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -389,5 +390,76 @@ func TestOpenFileLimitIsARunFailure(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSQLiteWrittenWhileReadIsSourceChanged: a database that a writer
+// ignoring every lock keeps changing (here it rewrites the database's
+// first bytes as they are, which moves its change time) is reported as
+// source_changed, the one class of a session written while pisess read it
+// (issue 34 §3), as a JSONL session is: a failure of the run, never a
+// refusal; and the next run, the writer gone, migrates it. The source's
+// fingerprint sees the change first; the private copy's own check is
+// readers/sqlitev1's TestChangedWhileCopiedIsSourceChanged.
+func TestSQLiteWrittenWhileReadIsSourceChanged(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "--p--")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "s.sqlite")
+	writeSQLiteSession(t, exampleSession, db)
+	padSQLite(t, db, 8<<20) // a copy that outlasts a coarse file system clock
+	f, err := os.OpenFile(db, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 100)
+	if _, err := f.ReadAt(first, 0); err != nil {
+		t.Fatal(err)
+	}
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := f.WriteAt(first, 0); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	// A child: this process's close of its descriptor would drop the
+	// run's POSIX lock on the database.
+	r := childJSON[jsonMigrate](t, nil, "migrate", root)
+	close(stop)
+	<-stopped
+	f.Close()
+	outcome, class, msg := outcomeOf(r, db)
+	if r.code != ExitProblems || outcome != "failed" || class != "source_changed" {
+		t.Errorf("a database changed while copied: exit %d, %s (%s: %s); want exit 4, failed, source_changed\n%s", r.code, outcome, class, msg, r.out)
+	}
+	checkRunFailure(t, root, db, r, "changed while pisess read it")
+	checkMigratedNow(t, root, db)
+}
+
+// padSQLite adds a table of n bytes to the database at path, which the
+// session's reader does not read.
+func padSQLite(t *testing.T, path string, n int) {
+	t.Helper()
+	d, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, q := range []string{"CREATE TABLE pad (b BLOB)", fmt.Sprintf("INSERT INTO pad VALUES (zeroblob(%d))", n), "PRAGMA wal_checkpoint(TRUNCATE)"} {
+		if _, err := d.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 }

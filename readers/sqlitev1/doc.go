@@ -41,7 +41,9 @@
 // which the copy's recovery then cuts at the last complete commit) or
 // checkpoint (which changes the database file): Open compares the
 // database file's status and the WAL header before and after the copy and
-// copies again when they differ. A writer holding an exclusive lock
+// copies again when they differ, up to five times, then returns a
+// *readers.SourceChangedError (the run's failure, as for a JSONL session
+// written while read: the next run copies it again). A writer holding an exclusive lock
 // (rollback-journal mode during a commit, or locking_mode=EXCLUSIVE) makes
 // Open wait up to Options.BusyTimeout, then refuse with ClassLocked. In
 // WAL mode, BEGIN EXCLUSIVE does not lock readers out, for the reference

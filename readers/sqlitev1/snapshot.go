@@ -76,7 +76,9 @@ func takeSnapshot(path, tmpRoot string, busy time.Duration) (*snapshot, error) {
 			return sn, nil
 		}
 		if err == nil && try >= snapshotTries {
-			err = &readers.RefusedError{Path: path, Class: readers.ClassLocked, Reason: fmt.Sprintf(
+			// One cause with a JSONL session written while it is read
+			// (readers.ErrSourceChanged): the next run copies it again.
+			err = &readers.SourceChangedError{Path: path, Detail: fmt.Sprintf(
 				"the database changed while it was copied, %d times: a writer is active without the session lock", try)}
 		}
 		if err != nil {

@@ -1,6 +1,7 @@
 package sqlitev1
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,5 +38,63 @@ func TestPassingErrorsAreTransient(t *testing.T) {
 	}
 	if _, err := Open(bad); readers.AsVerdict(err) == nil {
 		t.Errorf("a truncated header: %v, want a verdict", err)
+	}
+}
+
+// TestChangedWhileCopiedIsSourceChanged: a database that a writer ignoring
+// every lock keeps changing (it rewrites the file's first bytes as they
+// are, which moves its change time) is never copied as one state: after
+// its tries, Open says the source changed while it was read — the one
+// class of a session written while pisess reads it, JSONL or SQLite (issue
+// 34 §3) — neither a lock nor a refusal. Fails on 7f23c48 (a ClassLocked
+// refusal).
+func TestChangedWhileCopiedIsSourceChanged(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.sqlite")
+	h, e := sessionRows(t, branchingSession(t))
+	buildDB(t, db, h, e)
+	d := openRaw(t, db)
+	// A copy that outlasts a coarse file system clock.
+	for _, q := range []string{"CREATE TABLE pad (b BLOB)", "INSERT INTO pad VALUES (zeroblob(8388608))"} {
+		if _, err := d.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	d.Close()
+	f, err := os.OpenFile(db, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	first := make([]byte, 100)
+	if _, err := f.ReadAt(first, 0); err != nil {
+		t.Fatal(err)
+	}
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := f.WriteAt(first, 0); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	src, err := Open(db)
+	close(stop)
+	<-stopped
+	if err == nil {
+		src.Close()
+	}
+	if !errors.Is(err, readers.ErrSourceChanged) || readers.AsRefused(err) != nil {
+		t.Errorf("a database changed while copied: %v, want the source changed while read, not a refusal", err)
+	}
+	if _, err := Open(db); err != nil {
+		t.Errorf("the writer gone: %v, want it read", err)
 	}
 }
