@@ -10,9 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
+
+	"pisess/fixtures"
 )
 
 // Issue 32 §2: a passing I/O error is a failure of the run that met it
@@ -196,13 +197,7 @@ func holdSQLiteLock(t *testing.T, db, mode string) (release func()) {
 func TestSQLiteLockedIsARunFailure(t *testing.T) {
 	for _, mode := range []string{"begin-exclusive", "locking-mode"} {
 		t.Run(mode, func(t *testing.T) {
-			root := t.TempDir()
-			dir := filepath.Join(root, "--p--")
-			if err := os.Mkdir(dir, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			db := filepath.Join(dir, "s.sqlite")
-			writeSQLiteSession(t, exampleSession, db)
+			root, db := sqliteTree(t)
 			release := holdSQLiteLock(t, db, mode)
 			// pisess runs as a child: a close(2) of the database file in
 			// this process would drop this process's POSIX locks.
@@ -402,50 +397,33 @@ func TestOpenFileLimitIsARunFailure(t *testing.T) {
 // fingerprint sees the change first; the private copy's own check is
 // readers/sqlitev1's TestChangedWhileCopiedIsSourceChanged.
 func TestSQLiteWrittenWhileReadIsSourceChanged(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "--p--")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(dir, "s.sqlite")
-	writeSQLiteSession(t, exampleSession, db)
+	root, db := sqliteTree(t)
 	padSQLite(t, db, 8<<20) // a copy that outlasts a coarse file system clock
-	f, err := os.OpenFile(db, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := make([]byte, 100)
-	if _, err := f.ReadAt(first, 0); err != nil {
-		t.Fatal(err)
-	}
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, err := f.WriteAt(first, 0); err != nil {
-				t.Error(err)
-				return
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-	}()
+	stop := fixtures.KeepRewriting(t, db)
 	// A child: this process's close of its descriptor would drop the
 	// run's POSIX lock on the database.
 	r := childJSON[jsonMigrate](t, nil, "migrate", root)
-	close(stop)
-	<-stopped
-	f.Close()
+	stop()
 	outcome, class, msg := outcomeOf(r, db)
 	if r.code != ExitProblems || outcome != "failed" || class != "source_changed" {
 		t.Errorf("a database changed while copied: exit %d, %s (%s: %s); want exit 4, failed, source_changed\n%s", r.code, outcome, class, msg, r.out)
 	}
 	checkRunFailure(t, root, db, r, "changed while pisess read it")
 	checkMigratedNow(t, root, db)
+}
+
+// sqliteTree is a tree of one SQLite session, s.sqlite (exampleSession's
+// entries), in one project directory.
+func sqliteTree(t *testing.T) (root, db string) {
+	t.Helper()
+	root = t.TempDir()
+	dir := filepath.Join(root, "--p--")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db = filepath.Join(dir, "s.sqlite")
+	writeSQLiteSession(t, exampleSession, db)
+	return root, db
 }
 
 // padSQLite adds a table of n bytes to the database at path, which the

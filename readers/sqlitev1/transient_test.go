@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"pisess/fixtures"
 	"pisess/readers"
 )
 
@@ -60,34 +61,9 @@ func TestChangedWhileCopiedIsSourceChanged(t *testing.T) {
 		}
 	}
 	d.Close()
-	f, err := os.OpenFile(db, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	first := make([]byte, 100)
-	if _, err := f.ReadAt(first, 0); err != nil {
-		t.Fatal(err)
-	}
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, err := f.WriteAt(first, 0); err != nil {
-				t.Error(err)
-				return
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-	}()
+	stop := fixtures.KeepRewriting(t, db)
 	src, err := Open(db)
-	close(stop)
-	<-stopped
+	stop()
 	if err == nil {
 		src.Close()
 	}
