@@ -20,17 +20,11 @@ import (
 
 // The failpoints of prune, in the order they are met: the crash harness
 // kills pisess at each (commands/crash_test.go, TestCrashPrune).
-const (
-	fpPruneAfterMove     = "engine.after-prune-move"     // one quarantine entry moved to .pisess/pruning/
-	fpPruneBeforeRewrite = "engine.before-prune-rewrite" // every entry moved, journal not yet rewritten
-	fpPruneAfterRewrite  = "engine.after-prune-rewrite"  // journal rewritten, .pisess/pruning/ not yet removed
+var (
+	fpPruneAfterMove     = durable.Register("engine.after-prune-move")     // one quarantine entry moved to .pisess/pruning/
+	fpPruneBeforeRewrite = durable.Register("engine.before-prune-rewrite") // every entry moved, journal not yet rewritten
+	fpPruneAfterRewrite  = durable.Register("engine.after-prune-rewrite")  // journal rewritten, .pisess/pruning/ not yet removed
 )
-
-func init() {
-	for _, name := range []string{fpPruneAfterMove, fpPruneBeforeRewrite, fpPruneAfterRewrite} {
-		durable.Register(name)
-	}
-}
 
 // PruningDir is where prune moves what it is about to delete: a run killed
 // midway leaves only this directory, which the next prune removes first.

@@ -32,9 +32,7 @@ import (
 
 // fpBeforeDiscards: a batch of discarded notes synced, its copies not yet
 // removed. (Named for the migrate run whose displaced sidecars these are.)
-const fpBeforeDiscards = "engine.before-discards"
-
-func init() { durable.Register(fpBeforeDiscards) }
+var fpBeforeDiscards = durable.Register("engine.before-discards")
 
 // DiscardedNote is what a report says of a displaced sidecar not kept.
 const DiscardedNote = "the displaced sidecar was reproducible from the source and was not kept (rollback of this run leaves pi reading the session file)"

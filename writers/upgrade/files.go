@@ -14,21 +14,14 @@ import (
 )
 
 // The failpoints of an upgrade, in the order they are passed.
-const (
-	FailpointBeforeQuarantine = "upgrade.before-quarantine" // pass 1 done; nothing written yet
-	FailpointAfterQuarantine  = "upgrade.after-quarantine"  // original durable in the quarantine, temp sealed
-	FailpointBeforeJournal    = "upgrade.before-journal"    // fingerprint checked, note not yet recorded
-	FailpointAfterJournal     = "upgrade.after-journal"     // note recorded, original still in place
-	FailpointBeforeRename     = "upgrade.before-rename"     // about to rename the temp over the original
-	FailpointAfterRename      = "upgrade.after-rename"      // renamed and directory fsynced
+var (
+	FailpointBeforeQuarantine = durable.Register("upgrade.before-quarantine") // pass 1 done; nothing written yet
+	FailpointAfterQuarantine  = durable.Register("upgrade.after-quarantine")  // original durable in the quarantine, temp sealed
+	FailpointBeforeJournal    = durable.Register("upgrade.before-journal")    // fingerprint checked, note not yet recorded
+	FailpointAfterJournal     = durable.Register("upgrade.after-journal")     // note recorded, original still in place
+	FailpointBeforeRename     = durable.Register("upgrade.before-rename")     // about to rename the temp over the original
+	FailpointAfterRename      = durable.Register("upgrade.after-rename")      // renamed and directory fsynced
 )
-
-func init() {
-	for _, name := range []string{FailpointBeforeQuarantine, FailpointAfterQuarantine, FailpointBeforeJournal,
-		FailpointAfterJournal, FailpointBeforeRename, FailpointAfterRename} {
-		durable.Register(name)
-	}
-}
 
 // TempInfix and TempSuffix name the temp file an upgrade writes beside
 // the session: <file>.upgrade.<32 hex>.tmp. A leftover (a run killed
