@@ -159,8 +159,10 @@ type TreeLocks struct {
 func LockTrees(ctx context.Context, log zerolog.Logger, ops durable.Ops, trees []LockTree, wait time.Duration) (TreeLocks, error) {
 	tl := TreeLocks{Of: map[string]*durable.Lock{}, StaleOf: map[string]string{}, Waited: map[string]bool{}}
 	for _, t := range trees {
-		if _, err := os.Lstat(filepath.Join(t.Root, PisessDir)); t.Idle && err != nil {
-			continue
+		if t.Idle {
+			if _, err := os.Lstat(filepath.Join(t.Root, PisessDir)); err != nil {
+				continue
+			}
 		}
 		l, stale, err := LockTreeWait(ctx, ops, t.Root, 0)
 		if err != nil && wait > 0 && errors.Is(err, ErrTreeLocked) {
